@@ -1,0 +1,47 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Everything they need is
+# installed here (venv, locked packages, torch CPU wheel, Azurite, focus-validator venv).
+SHELL := /bin/bash
+PY ?= $(shell for p in python3.11 python3.12 python3.13 python3; do command -v $$p >/dev/null && $$p -c 'import sys; sys.exit(sys.version_info < (3,11))' && echo $$p && break; done)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export FINOPS_HOME ?= $(CURDIR)/.finops
+export PYTHONDONTWRITEBYTECODE := 1
+PYTEST_WORKERS ?= 2
+
+.PHONY: setup demo test lint lock services focus-validator clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@test -n "$(PY)" || { echo "error: Python >= 3.11 not found (install python3.11)"; exit 1; }
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip uv 2>&1 | grep -v "is ignored" || true
+	$(BIN)/uv pip install --python $(BIN)/python -q -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python -q --no-deps -e .
+	@# torch: the CPU wheel (pip's find-links has it on these machines); never a plain `torch`.
+	$(BIN)/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
+	@touch $(STAMP)
+
+lock:
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra celery -q -o requirements.lock
+
+services:
+	@bash scripts/ensure_services.sh
+
+focus-validator:
+	@bash scripts/ensure_focus_validator.sh
+
+demo: setup
+	$(BIN)/finops demo
+
+test: setup services focus-validator
+	$(BIN)/ruff check plugins dags tests bench
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 tests
+
+lint: setup
+	$(BIN)/ruff check plugins dags tests bench
+	$(BIN)/ruff format --check plugins dags tests bench
+
+clean:
+	rm -rf $(VENV) .venv-focus .finops .finops-test node_modules

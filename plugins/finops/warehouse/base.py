@@ -1,0 +1,121 @@
+"""The Warehouse protocol every backend implements, and `connect()`.
+
+SQL passed to `execute` / `query` uses qmark (`?`) placeholders on every backend; the
+PostgreSQL backend translates them. Values are always bound, never formatted into SQL.
+Identifiers (table / column names) only ever come from our own schema code.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from finops.config import FinOpsConfig
+
+
+class WarehouseError(RuntimeError):
+    pass
+
+
+LoadStatus = Literal["loaded", "unchanged", "quarantined", "failed", "empty"]
+
+
+@dataclass
+class LoadLogEntry:
+    """One row of `load_log`: what was loaded (or refused) from which files / manifest."""
+
+    load_id: str
+    source: str
+    provider: str
+    billing_period: str  # YYYY-MM
+    status: LoadStatus
+    manifest_key: str | None = None
+    assembly_id: str | None = None
+    files: list[str] = field(default_factory=list)
+    row_count: int = 0
+    raw_billed_total: Decimal | None = None
+    focus_billed_total: Decimal | None = None
+    focus_effective_total: Decimal | None = None
+    currency: str | None = None
+    message: str | None = None
+    quarantine_path: str | None = None
+    run_id: str | None = None
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(tzinfo=None))
+    finished_at: datetime | None = None
+
+    def row(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["files"] = json.dumps(self.files)
+        d["file_count"] = len(self.files)
+        if d["finished_at"] is None:
+            d["finished_at"] = datetime.now(UTC).replace(tzinfo=None)
+        return d
+
+
+LOAD_LOG_COLUMNS = (
+    "load_id", "source", "provider", "billing_period", "status", "manifest_key", "assembly_id",
+    "files", "file_count", "row_count", "raw_billed_total", "focus_billed_total",
+    "focus_effective_total", "currency", "message", "quarantine_path", "run_id",
+    "started_at", "finished_at",
+)
+
+
+@runtime_checkable
+class Warehouse(Protocol):
+    dialect: str  # "duckdb" | "postgres"
+
+    def migrate(self) -> list[int]:
+        """Apply pending migrations; return the versions applied now."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None: ...
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]: ...
+
+    def query_arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table: ...
+
+    def replace_partition(
+        self, table: str, partition: dict[str, Any], parquet_files: Sequence[Path], log: LoadLogEntry | None = None
+    ) -> int:
+        """In ONE transaction: delete rows matching `partition`, insert the parquet rows
+        (columns matched by name), append `log` to load_log. Returns rows inserted.
+        On any error nothing changes."""
+
+    def append_log(self, log: LoadLogEntry) -> None:
+        """Append a load_log row on its own (quarantine / failure / unchanged)."""
+
+    def insert_arrow(self, table: str, data: pa.Table, dedup_keys: Sequence[str] | None = None) -> int:
+        """Insert rows; with dedup_keys, skip rows whose key already exists. Returns rows inserted."""
+
+    def upsert_arrow(self, table: str, data: pa.Table, keys: Sequence[str]) -> int:
+        """Insert or replace rows by key, in one transaction."""
+
+    def table_exists(self, table: str) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+def connect(config: FinOpsConfig | None = None, migrate: bool = True) -> Warehouse:
+    """Open the configured warehouse: embedded DuckDB unless warehouse.conn_id is set."""
+    from finops.config import get_config
+
+    cfg = config or get_config()
+    if cfg.warehouse.conn_id:
+        from finops.warehouse.postgres_wh import PostgresWarehouse
+
+        wh: Warehouse = PostgresWarehouse.from_conn_id(cfg.warehouse.conn_id, schema=cfg.warehouse.schema_)
+    else:
+        from finops.paths import warehouse_path
+        from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+        wh = DuckDBWarehouse(warehouse_path())
+    if migrate:
+        wh.migrate()
+    return wh

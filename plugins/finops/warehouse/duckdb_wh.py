@@ -1,0 +1,187 @@
+"""Embedded DuckDB warehouse (the default): one file in FINOPS_HOME.
+
+DuckDB allows one writing process at a time; Airflow may run tasks in parallel processes,
+so opening retries on the file lock with backoff instead of failing the task.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from finops.warehouse.base import LOAD_LOG_COLUMNS, LoadLogEntry, WarehouseError
+from finops.warehouse.migrations import all_migrations
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+
+def _ident(name: str) -> str:
+    """Quote an identifier that comes from our own code (never from user input)."""
+    if not name.replace("_", "").isalnum():
+        raise WarehouseError(f"refusing odd identifier {name!r}")
+    return f'"{name}"'
+
+
+class DuckDBWarehouse:
+    dialect = "duckdb"
+
+    def __init__(self, path: str | Path, lock_timeout_s: float = 120.0, read_only: bool = False):
+        self.path = str(path)
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True) if self.path != ":memory:" else None
+        deadline = time.monotonic() + lock_timeout_s
+        delay = 0.05
+        while True:
+            try:
+                self.con = duckdb.connect(self.path, read_only=read_only)
+                break
+            except duckdb.IOException as e:  # another process holds the write lock
+                if "lock" not in str(e).lower() or time.monotonic() > deadline:
+                    raise WarehouseError(f"cannot open DuckDB warehouse {self.path}: {e}") from e
+                time.sleep(delay + random.random() * delay)
+                delay = min(delay * 2, 2.0)
+        self.con.execute("SET TimeZone='UTC'")
+
+    # -- basics ----------------------------------------------------------------------
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.con.execute(sql, list(params))
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        return self.con.execute(sql, list(params)).fetchall()
+
+    def query_arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        res = self.con.execute(sql, list(params))
+        return res.fetch_arrow_table() if hasattr(res, "fetch_arrow_table") else res.arrow()
+
+    def table_exists(self, table: str) -> bool:
+        return bool(
+            self.query(
+                "SELECT 1 FROM information_schema.tables WHERE table_name = ? AND table_schema = current_schema()",
+                [table],
+            )
+        )
+
+    def close(self) -> None:
+        try:
+            self.con.close()
+        except Exception:  # noqa: BLE001 - closing twice is harmless
+            pass
+
+    def __enter__(self) -> DuckDBWarehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- migrations ------------------------------------------------------------------
+    def migrate(self) -> list[int]:
+        self.con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description VARCHAR, "
+            "applied_at TIMESTAMP DEFAULT current_timestamp)"
+        )
+        done = {r[0] for r in self.query("SELECT version FROM schema_migrations")}
+        applied: list[int] = []
+        for m in all_migrations():
+            if m.version in done:
+                continue
+            self.con.execute("BEGIN")
+            try:
+                for stmt in m.statements(self.dialect):
+                    self.con.execute(stmt)
+                self.con.execute(
+                    "INSERT INTO schema_migrations (version, description) VALUES (?, ?)", [m.version, m.description]
+                )
+                self.con.execute("COMMIT")
+            except Exception:
+                self.con.execute("ROLLBACK")
+                raise
+            applied.append(m.version)
+        if applied:
+            log.info("warehouse %s: applied migrations %s", self.path, applied)
+        return applied
+
+    # -- loads -----------------------------------------------------------------------
+    def _insert_log(self, log_entry: LoadLogEntry) -> None:
+        row = log_entry.row()
+        cols = ", ".join(LOAD_LOG_COLUMNS)
+        marks = ", ".join("?" for _ in LOAD_LOG_COLUMNS)
+        self.con.execute(f"INSERT INTO load_log ({cols}) VALUES ({marks})", [row[c] for c in LOAD_LOG_COLUMNS])
+
+    def append_log(self, log_entry: LoadLogEntry) -> None:
+        self._insert_log(log_entry)
+
+    def replace_partition(
+        self,
+        table: str,
+        partition: dict[str, Any],
+        parquet_files: Sequence[Path],
+        log: LoadLogEntry | None = None,
+    ) -> int:
+        where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
+        files = [str(p) for p in parquet_files]
+        self.con.execute("BEGIN")
+        try:
+            self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
+            inserted = 0
+            if files:
+                res = self.con.execute(
+                    f"INSERT INTO {_ident(table)} BY NAME SELECT * FROM read_parquet(?)", [files]
+                ).fetchone()
+                inserted = int(res[0]) if res else 0
+            if log is not None:
+                log.row_count = inserted
+                self._insert_log(log)
+            self.con.execute("COMMIT")
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+        return inserted
+
+    def insert_arrow(self, table: str, data: pa.Table, dedup_keys: Sequence[str] | None = None) -> int:
+        if data.num_rows == 0:
+            return 0
+        self.con.register("_finops_incoming", data)
+        try:
+            cols = ", ".join(_ident(c) for c in data.column_names)
+            if dedup_keys:
+                on = " AND ".join(f"t.{_ident(k)} IS NOT DISTINCT FROM i.{_ident(k)}" for k in dedup_keys)
+                keys = ", ".join(_ident(k) for k in dedup_keys)
+                sql = (
+                    f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM "
+                    f"(SELECT DISTINCT ON ({keys}) * FROM _finops_incoming) i "
+                    f"WHERE NOT EXISTS (SELECT 1 FROM {_ident(table)} t WHERE {on})"
+                )
+            else:
+                sql = f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM _finops_incoming"
+            res = self.con.execute(sql).fetchone()
+            return int(res[0]) if res else 0
+        finally:
+            self.con.unregister("_finops_incoming")
+
+    def upsert_arrow(self, table: str, data: pa.Table, keys: Sequence[str]) -> int:
+        if data.num_rows == 0:
+            return 0
+        self.con.register("_finops_incoming", data)
+        self.con.execute("BEGIN")
+        try:
+            on = " AND ".join(f"{_ident(table)}.{_ident(k)} IS NOT DISTINCT FROM i.{_ident(k)}" for k in keys)
+            self.con.execute(f"DELETE FROM {_ident(table)} WHERE EXISTS (SELECT 1 FROM _finops_incoming i WHERE {on})")
+            cols = ", ".join(_ident(c) for c in data.column_names)
+            res = self.con.execute(
+                f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM _finops_incoming"
+            ).fetchone()
+            self.con.execute("COMMIT")
+            return int(res[0]) if res else 0
+        except Exception:
+            self.con.execute("ROLLBACK")
+            raise
+        finally:
+            self.con.unregister("_finops_incoming")
