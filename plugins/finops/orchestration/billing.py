@@ -1,0 +1,78 @@
+"""What the billing DAG tasks do, for every provider (no Airflow imports: testable directly).
+
+plan_loads:      Params + config -> the (source, billing period) pairs to load
+load_partition:  extract the newest delivery of one pair, convert to FOCUS, validate, and
+                 replace that partition in one transaction (or quarantine it)
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from typing import Any
+
+from finops.config import ConfigError, FinOpsConfig, get_config
+from finops.orchestration.periods import resolve_periods
+
+log = logging.getLogger(__name__)
+
+PROVIDER_SECTIONS = {"aws": "aws", "gcp": "gcp", "azure": "azure", "lambda": "lambda_cloud"}
+
+
+def sources_of(cfg: FinOpsConfig, provider: str) -> list[Any]:
+    return [s for s in getattr(cfg.sources, PROVIDER_SECTIONS[provider]) if s.enabled]
+
+
+def plan_loads(provider: str, source: str | None, billing_period: str | list[str] | None, today: date) -> list[dict]:
+    cfg = get_config()
+    srcs = sources_of(cfg, provider)
+    if source and source != "all":
+        picked = [s for s in srcs if s.name == source]
+        if not picked:
+            known = ", ".join(s.name for s in srcs) or "(none)"
+            raise ConfigError(f"source {source!r} is not a configured {provider} source; configured: {known}")
+        srcs = picked
+    periods = resolve_periods(billing_period, today)
+    plan = [{"provider": provider, "source": s.name, "billing_period": p} for s in srcs for p in periods]
+    log.info("planned %d %s loads: %s", len(plan), provider, [f"{x['source']}/{x['billing_period']}" for x in plan])
+    return plan
+
+
+def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = None) -> dict:
+    """Extract -> FOCUS -> validate -> replace one (source, period). Returns a JSON-able summary."""
+    from finops import ingest
+    from finops.sources import registry
+    from finops.warehouse import connect
+
+    cfg = get_config()
+    src = cfg.source(item["source"])
+    provider, period = item["provider"], item["billing_period"]
+    batches = registry.plan_batches(provider, src, period)
+    if not batches:
+        log.warning("%s %s: no complete delivery found for %s (nothing loaded, nothing removed)", provider, src.name, period)
+        return {**item, "status": "no_data", "rows": 0}
+    converter = registry.converter_for(provider, src)
+    results = []
+    for batch in batches:
+        log.info("%s/%s: loading %d file(s), delivery %s", src.name, period, len(batch.files), batch.fingerprint)
+        if dry_run:
+            report = ingest.dry_run_batch(batch, converter)
+            results.append({**item, "status": "dry_run", **report})
+            continue
+        wh = connect(cfg)
+        try:
+            entry = ingest.load_batch(wh, batch, converter, run_id=run_id)
+        finally:
+            wh.close()
+        results.append(
+            {
+                **item,
+                "status": entry.status,
+                "rows": entry.row_count,
+                "load_id": entry.load_id,
+                "billed_total": str(entry.focus_billed_total) if entry.focus_billed_total is not None else None,
+                "currency": entry.currency,
+                "message": entry.message,
+            }
+        )
+    return results[-1] if len(results) == 1 else {**item, "status": results[-1]["status"], "parts": results}

@@ -1,0 +1,109 @@
+"""One billing DAG shape for every provider: plan -> mapped load per (source, period) -> summary.
+
+DAG files call `build_billing_dag("aws")` and nothing else, so AWS, GCP, Azure and Lambda share
+retries, Params, mapping and the Asset outlet instead of copying them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from airflow.sdk import Asset, Param, dag, get_current_context, task
+
+FOCUS_COSTS = Asset("finops://focus_costs")
+
+DEFAULT_ARGS = {
+    "owner": "finops",
+    "retries": 3,
+    "retry_delay": timedelta(minutes=2),
+    "retry_exponential_backoff": True,
+    "max_retry_delay": timedelta(minutes=30),
+}
+
+_TITLES = {"aws": "AWS (CUR 2.0 / legacy CUR / FOCUS)", "gcp": "GCP (BigQuery billing export)",
+           "azure": "Azure (Cost Management exports)", "lambda": "Lambda Cloud (instance lifetimes)"}
+
+
+def billing_params() -> dict[str, Param]:
+    return {
+        "billing_period": Param(
+            "",
+            type="string",
+            pattern=r"^$|^\d{4}-(0[1-9]|1[0-2])(,\d{4}-(0[1-9]|1[0-2]))*$",
+            title="Billing period",
+            description="YYYY-MM (or several, comma-separated). Empty: the current month, plus the "
+            "previous one during the first 14 days of a month (restatements).",
+        ),
+        "source": Param(
+            "all",
+            type="string",
+            title="Source",
+            description="A configured source name from finops.yaml, or 'all'.",
+        ),
+        "dry_run": Param(
+            False,
+            type="boolean",
+            title="Dry run",
+            description="Extract, convert and validate, but write nothing to the warehouse.",
+        ),
+    }
+
+
+def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
+    @dag(
+        dag_id=f"finops_billing_{provider}",
+        description=f"Load {_TITLES[provider]} billing into the FOCUS 1.2 warehouse, idempotently.",
+        schedule=schedule,
+        start_date=datetime(2026, 1, 1),
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        params=billing_params(),
+        tags=["finops", "billing", provider],
+        doc_md=__doc__,
+    )
+    def billing():
+        @task(task_id="plan_loads")
+        def plan_loads_task() -> list[dict]:
+            from finops.orchestration.billing import plan_loads
+
+            ctx = get_current_context()
+            p = ctx["params"]
+            today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now()).date()  # noqa: DTZ005
+            return plan_loads(provider, p.get("source"), p.get("billing_period"), today)
+
+        @task(
+            task_id="load_partition",
+            map_index_template="{{ finops_label }}",
+            max_active_tis_per_dagrun=4,
+        )
+        def load_partition_task(item: dict) -> dict:
+            from airflow.exceptions import AirflowFailException
+
+            from finops.orchestration.billing import load_partition
+
+            ctx = get_current_context()
+            ctx["finops_label"] = f"{item['source']} {item['billing_period']}"  # type: ignore[typeddict-unknown-key]
+            result = load_partition(item, dry_run=bool(ctx["params"].get("dry_run")), run_id=ctx["run_id"])
+            if result.get("status") == "quarantined":
+                # Bad input will not fix itself on retry: fail now, keep the data already loaded.
+                raise AirflowFailException(
+                    f"{item['source']} {item['billing_period']}: batch quarantined: {result.get('message')}"
+                )
+            return result
+
+        @task(task_id="publish_summary", outlets=[FOCUS_COSTS])
+        def publish_summary(results: list[dict]) -> dict:
+            loaded = [r for r in results if r.get("status") in ("loaded", "unchanged")]
+            summary = {
+                "provider": provider,
+                "partitions": len(results),
+                "loaded": len(loaded),
+                "rows": sum(int(r.get("rows") or 0) for r in results),
+                "by_partition": {f"{r['source']}/{r['billing_period']}": r.get("status") for r in results},
+            }
+            print(f"billing {provider}: {summary}")
+            return summary
+
+        publish_summary(load_partition_task.expand(item=plan_loads_task()))
+
+    return billing()
