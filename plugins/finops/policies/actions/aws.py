@@ -1,0 +1,55 @@
+"""AWS actions. Every mutating call is first probed with `DryRun=True`: an IAM denial (the
+example policy in include/iam/ only allows StopInstances on opted-in instances) shows up
+as `denied` before anything happens, and in dry-run mode the probe is all that runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from finops.policies.decide import Resource
+from finops.policies.inventory.aws import _client
+
+
+class AwsActions:
+    provider = "aws"
+    supports_tags = True
+
+    def __init__(self, conn_id: str = "aws_default", region: str = "us-east-1"):
+        self.ec2 = _client(conn_id, region, "ec2")
+
+    def _probe(self, call: Callable[..., Any], **kw: Any) -> str | None:
+        """None when permitted, else the refusal code (e.g. UnauthorizedOperation)."""
+        try:
+            call(DryRun=True, **kw)
+        except ClientError as e:
+            code = e.response.get("Error", {}).get("Code", "")
+            return None if code == "DryRunOperation" else code or "probe_failed"
+        return None  # an endpoint that ignores DryRun still answered without error
+
+    def _run(self, call: Callable[..., Any], dry_run: bool, done: str, **kw: Any) -> str:
+        refused = self._probe(call, **kw)
+        if refused:
+            return f"denied: {refused}"
+        if dry_run:
+            return "dry_run: probe permitted"
+        call(**kw)
+        return done
+
+    def mark(self, resource: Resource, key: str, value: str, dry_run: bool) -> str:
+        return self._run(self.ec2.create_tags, dry_run, "marked", Resources=[resource.resource_id], Tags=[{"Key": key, "Value": value}])
+
+    def unmark(self, resource: Resource, key: str, dry_run: bool) -> str:
+        return self._run(self.ec2.delete_tags, dry_run, "unmarked", Resources=[resource.resource_id], Tags=[{"Key": key}])
+
+    def stop(self, resource: Resource, dry_run: bool) -> str:
+        refused = self._probe(self.ec2.stop_instances, InstanceIds=[resource.resource_id])
+        if refused:
+            return f"denied: {refused}"
+        if dry_run:
+            return "dry_run: probe permitted"
+        resp = self.ec2.stop_instances(InstanceIds=[resource.resource_id])
+        states = [s.get("CurrentState", {}).get("Name", "?") for s in resp.get("StoppingInstances", [])]
+        return f"stopped: {','.join(states) or 'requested'}"

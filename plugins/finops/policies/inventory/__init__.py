@@ -1,0 +1,1 @@
+"""Per-cloud inventory + metrics readers. Each returns plain `decide.Resource` / `decide.Series`."""

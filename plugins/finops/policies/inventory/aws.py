@@ -1,0 +1,124 @@
+"""AWS: EC2 instances (describe_instances) + CloudWatch GetMetricData, through the Amazon
+provider's AwsBaseHook (so `endpoint_url` in the connection extra reaches moto / LocalStack).
+
+GPU utilisation is whatever the CloudWatch agent (nvidia_smi plugin) or a DCGM exporter
+publishes: namespace, metric and instance dimension are configurable per policy, and every
+series carrying the instance dimension (one per GPU index) is read.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from finops.policies.decide import Resource, Series
+from finops.policies.model import Policy
+
+_STATE = {"running": "running", "stopped": "stopped", "stopping": "stopping", "pending": "pending"}
+
+
+def _client(conn_id: str, region: str, service: str) -> Any:
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    return AwsBaseHook(aws_conn_id=conn_id, client_type=service, region_name=region).get_conn()
+
+
+def to_resource(inst: dict[str, Any], account: str, region: str) -> Resource:
+    tags = {t["Key"]: t.get("Value", "") for t in inst.get("Tags", []) or []}
+    launched = inst.get("LaunchTime")
+    if isinstance(launched, datetime) and launched.tzinfo is None:
+        launched = launched.replace(tzinfo=UTC)
+    return Resource(
+        provider="aws",
+        account=account,
+        region=region,
+        resource_id=inst["InstanceId"],
+        name=tags.get("Name", ""),
+        state=_STATE.get(inst.get("State", {}).get("Name", ""), "other"),
+        launched_at=launched,
+        tags=tags,
+        instance_type=inst.get("InstanceType", ""),
+    )
+
+
+class AwsInventory:
+    provider = "aws"
+
+    def __init__(self, conn_id: str = "aws_default", region: str = "us-east-1", account: str | None = None):
+        self.conn_id, self.region = conn_id, region
+        self.ec2 = _client(conn_id, region, "ec2")
+        self.cw = _client(conn_id, region, "cloudwatch")
+        self.account = account or _client(conn_id, region, "sts").get_caller_identity()["Account"]
+
+    def list_resources(self, instance_ids: list[str] | None = None) -> list[Resource]:
+        kw: dict[str, Any] = {"InstanceIds": instance_ids} if instance_ids else {}
+        out: list[Resource] = []
+        for page in self.ec2.get_paginator("describe_instances").paginate(**kw):
+            for res in page.get("Reservations", []):
+                out += [to_resource(i, self.account, self.region) for i in res.get("Instances", [])]
+        return out
+
+    def refresh(self, resource: Resource) -> Resource | None:
+        try:
+            found = self.list_resources([resource.resource_id])
+        except self.ec2.exceptions.ClientError as e:
+            if "NotFound" in str(e):
+                return None
+            raise
+        return found[0] if found else None
+
+    def _gpu_metrics(self, policy: Policy, instance_id: str) -> list[dict[str, Any]]:
+        m = policy.metrics
+        metrics: list[dict[str, Any]] = []
+        for page in self.cw.get_paginator("list_metrics").paginate(
+            Namespace=m.gpu_namespace,
+            MetricName=m.gpu_metric,
+            Dimensions=[{"Name": m.gpu_instance_dimension, "Value": instance_id}],
+        ):
+            metrics += page.get("Metrics", [])
+        return metrics
+
+    def series(self, resource: Resource, policy: Policy, start: datetime, end: datetime) -> list[Series]:
+        assert policy.idle is not None
+        period = policy.idle.period_minutes * 60
+        queries: list[dict[str, Any]] = []
+        labels: dict[str, tuple[str, str]] = {}
+        for i, metric in enumerate(self._gpu_metrics(policy, resource.resource_id)):
+            qid = f"gpu{i}"
+            dims = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
+            label = ",".join(f"{k}={v}" for k, v in sorted(dims.items()) if k != policy.metrics.gpu_instance_dimension)
+            labels[qid] = ("gpu", label or "gpu")
+            queries.append({"Id": qid, "MetricStat": {"Metric": metric, "Period": period, "Stat": "Average"}})
+        inst_dim = [{"Name": "InstanceId", "Value": resource.resource_id}]
+        if policy.idle.cpu_util_below is not None:
+            labels["cpu"] = ("cpu", "CPUUtilization")
+            queries.append({"Id": "cpu", "MetricStat": {"Metric": {"Namespace": "AWS/EC2", "MetricName": policy.metrics.cpu_metric, "Dimensions": inst_dim}, "Period": period, "Stat": "Average"}})
+        if policy.idle.network_below_bytes_per_s is not None:
+            for name in ("NetworkIn", "NetworkOut"):
+                labels[name.lower()] = ("network", name)
+                queries.append({"Id": name.lower(), "MetricStat": {"Metric": {"Namespace": "AWS/EC2", "MetricName": name, "Dimensions": inst_dim}, "Period": period, "Stat": "Sum"}})
+        if not queries:
+            return []
+        points: dict[str, list[tuple[datetime, float]]] = defaultdict(list)
+        token: str | None = None
+        while True:
+            kw: dict[str, Any] = {"MetricDataQueries": queries, "StartTime": start, "EndTime": end}
+            if token:
+                kw["NextToken"] = token
+            resp = self.cw.get_metric_data(**kw)
+            for r in resp.get("MetricDataResults", []):
+                for t, v in zip(r.get("Timestamps", []), r.get("Values", []), strict=False):
+                    points[r["Id"]].append((t if t.tzinfo else t.replace(tzinfo=UTC), float(v)))
+            token = resp.get("NextToken")
+            if not token:
+                break
+        out = [Series("gpu", sorted(points[q]), labels[q][1]) for q in labels if labels[q][0] == "gpu"]
+        if "cpu" in labels:
+            out.append(Series("cpu", sorted(points["cpu"]), "CPUUtilization"))
+        if "networkin" in labels:
+            # Bytes per period (Sum) -> bytes/s; only timestamps where both directions reported.
+            nin, nout = dict(points["networkin"]), dict(points["networkout"])
+            both = sorted((t, (nin[t] + nout[t]) / period) for t in nin.keys() & nout.keys())
+            out.append(Series("network", both, "NetworkIn+Out"))
+        return out

@@ -1,0 +1,241 @@
+"""Policy YAML schema (pydantic). A bad file fails with `PolicyError` naming file + key path.
+
+A policy file holds `policies: [...]`. Two kinds:
+- `tags`: required tags (allowed values or a regex), keys normalised (`Team`, `team`,
+  `user:team` are one key), violations recorded in `tag_compliance`;
+- `idle`: GPU utilisation (and optionally CPU / network) below thresholds for N hours.
+  Missing or partial metrics never count as idle.
+Safety knobs live here so that a policy cannot be written unsafely: terminate is refused
+unless the scope is Lambda Cloud only and `allow_terminate: true`; every policy has a cap.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import time
+from pathlib import Path
+from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+Provider = Literal["aws", "gcp", "azure", "lambda"]
+ActionKind = Literal["report", "notify", "mark", "stop", "terminate"]
+_DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+class PolicyError(ValueError):
+    """A policy file problem, phrased as `file: policies[i].key: reason`."""
+
+
+def normalise_key(key: str) -> str:
+    """Tag key identity: case-insensitive, `user:` (AWS cost-allocation) prefix dropped,
+    `-` / space / `.` read as `_`. So `Team`, `team`, `user:team`, `cost-center` ~ `cost_center`."""
+    k = key.strip().casefold()
+    if k.startswith("user:"):
+        k = k[5:]
+    return re.sub(r"[\s.\-]+", "_", k)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TagRule(_Model):
+    key: str
+    aliases: list[str] = []
+    allowed: list[str] | None = Field(default=None, description="allowed values (case-insensitive)")
+    pattern: str | None = Field(default=None, description="regex the whole value must match")
+
+    @field_validator("pattern")
+    @classmethod
+    def _regex(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as e:
+                raise ValueError(f"not a valid regex: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _one_check(self) -> TagRule:
+        if self.allowed is not None and self.pattern is not None:
+            raise ValueError("give either allowed or pattern, not both")
+        return self
+
+    def keys(self) -> set[str]:
+        return {normalise_key(self.key), *(normalise_key(a) for a in self.aliases)}
+
+
+class OwnerTag(_Model):
+    key: str = "owner"
+    aliases: list[str] = ["team", "created_by"]
+
+    def keys(self) -> list[str]:
+        return [normalise_key(self.key), *(normalise_key(a) for a in self.aliases)]
+
+
+class Scope(_Model):
+    providers: list[Provider] = ["aws", "gcp", "azure", "lambda"]
+    accounts: list[str] = Field(default=[], description="empty -> every account")
+    regions: list[str] = Field(default=[], description="empty -> every region")
+
+
+class Exemptions(_Model):
+    tag: str | None = Field(default="finops:exempt", description="key, or key=value; present -> exempt")
+    name_patterns: list[str] = Field(default=[], description="fnmatch globs on the resource name")
+    accounts: list[str] = []
+
+
+class IdleRule(_Model):
+    hours: float = Field(gt=0, le=24 * 14)
+    gpu_util_below: float = Field(gt=0, le=100, description="percent")
+    cpu_util_below: float | None = Field(default=None, gt=0, le=100)
+    network_below_bytes_per_s: float | None = Field(default=None, gt=0)
+    aggregate: Literal["max", "p95", "mean"] = "max"
+    period_minutes: int = Field(default=5, ge=1, le=60)
+    min_coverage: float = Field(default=0.9, gt=0, le=1, description="fraction of periods that must have data")
+    max_staleness_minutes: int = Field(default=30, ge=1)
+
+
+class OffHours(_Model):
+    """Actions only fire inside these local-time windows (e.g. nights and weekends)."""
+
+    timezone: str = "UTC"
+    days: list[str] = list(_DAYS)
+    start: time = time(19, 0)
+    end: time = time(7, 0)
+
+    @field_validator("timezone")
+    @classmethod
+    def _tz(cls, v: str) -> str:
+        try:
+            ZoneInfo(v)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {v!r}") from None
+        return v
+
+    @field_validator("days")
+    @classmethod
+    def _days(cls, v: list[str]) -> list[str]:
+        out = [d.strip().lower()[:3] for d in v]
+        bad = [d for d, o in zip(v, out, strict=True) if o not in _DAYS]
+        if bad:
+            raise ValueError(f"unknown day(s) {bad}; use mon..sun")
+        return out
+
+
+class MetricNames(_Model):
+    """Where a cloud publishes GPU / CPU / network figures (configurable per deployment)."""
+
+    gpu_namespace: str = "CWAgent"
+    gpu_metric: str = "nvidia_smi_utilization_gpu"
+    gpu_instance_dimension: str = "InstanceId"
+    cpu_metric: str = "CPUUtilization"
+    gcp_gpu_metric: str = "agent.googleapis.com/gpu/utilization"
+    gcp_cpu_metric: str = "compute.googleapis.com/instance/cpu/utilization"
+    azure_gpu_metric: str = "GPU Utilization"
+    azure_cpu_metric: str = "Percentage CPU"
+
+
+class Policy(_Model):
+    name: str
+    kind: Literal["tags", "idle"]
+    description: str = ""
+    scope: Scope = Scope()
+    exemptions: Exemptions = Exemptions()
+    required_tags: list[TagRule] = []
+    idle: IdleRule | None = None
+    metrics: MetricNames = MetricNames()
+    min_age_hours: float = Field(default=1.0, ge=0)
+    action: ActionKind = "report"
+    allow_terminate: bool = False
+    grace_hours: float = Field(default=24.0, ge=0)
+    max_actions_per_run: int = Field(default=10, ge=0, le=1000)
+    off_hours: OffHours | None = None
+    owner_tag: OwnerTag = OwnerTag()
+    act_without_owner: bool = Field(default=False, description="stop even when nobody could be notified")
+    mark_tag: str = "finops-idle-marked"
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError("must be 1-63 chars of a-z, 0-9, '_' or '-'")
+        return v
+
+    @field_validator("mark_tag")
+    @classmethod
+    def _mark(cls, v: str) -> str:
+        if not re.fullmatch(r"[a-z][a-z0-9_-]{0,62}", v):
+            raise ValueError("must be lowercase a-z0-9_- (valid as a GCP label key too)")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Policy:
+        if self.kind == "tags" and not self.required_tags:
+            raise ValueError("a tags policy needs required_tags")
+        if self.kind == "idle" and self.idle is None:
+            raise ValueError("an idle policy needs an idle rule")
+        if self.kind == "tags" and self.action in ("stop", "terminate"):
+            raise ValueError("tags policies may report, notify or mark; never stop or terminate")
+        if self.action == "terminate":
+            if not self.allow_terminate:
+                raise ValueError("action terminate needs allow_terminate: true (explicit opt-in)")
+            if set(self.scope.providers) != {"lambda"}:
+                raise ValueError("terminate is only for Lambda Cloud (it cannot stop); scope.providers must be [lambda]")
+        elif self.allow_terminate:
+            raise ValueError("allow_terminate is only meaningful with action: terminate")
+        if self.action == "stop" and "lambda" in self.scope.providers:
+            raise ValueError("Lambda Cloud instances cannot be stopped; drop lambda from scope.providers")
+        return self
+
+
+class PolicyFile(_Model):
+    version: int = 1
+    policies: list[Policy]
+
+
+def _fmt_loc(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(root)"
+
+
+def parse_policies(data: Any, origin: str = "policies.yaml") -> list[Policy]:
+    if not isinstance(data, dict):
+        raise PolicyError(f"{origin}: (root): expected a mapping with a `policies` list")
+    try:
+        pf = PolicyFile.model_validate(data)
+    except ValidationError as e:
+        lines = [f"{origin}: {_fmt_loc(err['loc'])}: {err['msg']}" for err in e.errors()]
+        raise PolicyError("\n".join(lines)) from None
+    return list(pf.policies)
+
+
+def load_policy_file(path: str | Path) -> list[Policy]:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise PolicyError(f"{p}: not valid YAML: {e}") from None
+    return parse_policies(data, origin=str(p))
+
+
+def load_policies(directory: str | Path) -> list[Policy]:
+    """Every `*.yaml` / `*.yml` in a folder; policy names must be unique across files."""
+    d = Path(directory)
+    if not d.is_dir():
+        raise PolicyError(f"{d}: policies folder not found (policies_dir in finops.yaml)")
+    out: list[Policy] = []
+    seen: dict[str, str] = {}
+    for f in sorted([*d.glob("*.yaml"), *d.glob("*.yml")]):
+        for pol in load_policy_file(f):
+            if pol.name in seen:
+                raise PolicyError(f"{f}: policy name {pol.name!r} already defined in {seen[pol.name]}")
+            seen[pol.name] = str(f)
+            out.append(pol)
+    return out
