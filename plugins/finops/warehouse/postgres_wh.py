@@ -1,0 +1,308 @@
+"""PostgreSQL warehouse: same behaviour as the DuckDB backend, on a shared server.
+
+The connection comes from an Airflow connection through the Postgres provider's
+`PostgresHook`, so AIRFLOW_CONN_* variables and secrets backends work unchanged. All our
+tables live in one schema (default `finops`, created on first use; `search_path` points
+at it), which also lets tests isolate themselves in a throw-away schema.
+
+The connection runs in autocommit mode; every multi-statement operation opens an explicit
+transaction, so a failure anywhere rolls the whole operation back. Bulk data moves with
+`COPY ... FROM STDIN` fed batch by batch from pyarrow (see arrow_copy), so memory stays
+bounded by one batch whatever the file size.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg.rows import tuple_row
+from psycopg.types.json import Jsonb
+from psycopg.types.string import TextLoader
+
+from finops.warehouse import arrow_copy, pg_arrow
+from finops.warehouse.base import LOAD_LOG_COLUMNS, LoadLogEntry, WarehouseError
+from finops.warehouse.migrations import all_migrations
+from finops.warehouse.qmark import translate
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+log = logging.getLogger(__name__)
+
+_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+COPY_BATCH_ROWS = 20_000
+FETCH_ROWS = 50_000
+
+
+def _ident(name: str) -> str:
+    """Quote an identifier that comes from our own code (never from user input)."""
+    if not name or not name.replace("_", "").isalnum():
+        raise WarehouseError(f"refusing odd identifier {name!r}")
+    return f'"{name}"'
+
+
+def _adapt(value: Any) -> Any:
+    """Python values the DuckDB backend accepts -> what psycopg binds the same way."""
+    if isinstance(value, dict):
+        return Jsonb(value)
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+class PostgresWarehouse:
+    dialect = "postgres"
+
+    def __init__(self, conn: psycopg.Connection, schema: str = "finops", *, owns_connection: bool = True):
+        if not isinstance(conn, psycopg.Connection):
+            raise WarehouseError(
+                f"PostgresWarehouse needs a psycopg 3 connection, got {type(conn).__module__}.{type(conn).__name__}"
+            )
+        if not _SCHEMA_RE.match(schema):
+            raise WarehouseError(f"warehouse schema must be a lower-case identifier, got {schema!r}")
+        self.conn = conn
+        self.schema = schema
+        self._owns = owns_connection
+        if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.rollback()
+        conn.autocommit = True
+        conn.row_factory = tuple_row
+        # JSON comes back as its text, like DuckDB's JSON type (not parsed into dicts).
+        conn.adapters.register_loader("json", TextLoader)
+        conn.adapters.register_loader("jsonb", TextLoader)
+        conn.execute("SET TimeZone TO 'UTC'")
+        conn.execute("SET client_encoding TO 'UTF8'")
+        with conn.transaction():
+            # Two processes creating the schema at once would race on pg_namespace.
+            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"finops.schema.{schema}"])
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}")
+        conn.execute("SELECT set_config('search_path', %s, false)", [_ident(schema)])
+
+    # -- construction ----------------------------------------------------------------
+    @classmethod
+    def from_dsn(cls, dsn: str, schema: str = "finops", **connect_kwargs: Any) -> PostgresWarehouse:
+        """Open from a libpq DSN / URI (tests, scripts)."""
+        return cls(psycopg.connect(dsn, **connect_kwargs), schema=schema)
+
+    @classmethod
+    def from_conn_id(cls, conn_id: str, schema: str = "finops") -> PostgresWarehouse:
+        """Open through Airflow's PostgresHook, so AIRFLOW_CONN_* and secrets backends apply."""
+        from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+        hook = PostgresHook(postgres_conn_id=conn_id)
+        conn = hook.get_conn()
+        if not isinstance(conn, psycopg.Connection):  # provider fell back to psycopg2
+            conn.close()
+            uri = hook.get_uri().replace("postgresql+psycopg2://", "postgresql://", 1)
+            conn = psycopg.connect(uri)
+        return cls(conn, schema=schema)
+
+    # -- basics ----------------------------------------------------------------------
+    def _run(self, cur: psycopg.Cursor, sql: str, params: Sequence[Any]) -> None:
+        if params:
+            cur.execute(translate(sql, len(params)), [_adapt(p) for p in params])
+        else:
+            cur.execute(sql)  # no parameters: sent verbatim (may hold several statements)
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
+        with self.conn.cursor() as cur:
+            self._run(cur, sql, params)
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        with self.conn.cursor() as cur:
+            self._run(cur, sql, params)
+            return cur.fetchall() if cur.description else []
+
+    def query_arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
+        import pyarrow as pa
+
+        with self.conn.cursor() as cur:
+            self._run(cur, sql, params)
+            if not cur.description:
+                return pa.table({})
+            names = [d.name for d in cur.description]
+            types = [(d.type_code, d.precision, d.scale) for d in cur.description]
+            chunks = []
+            while True:
+                rows = cur.fetchmany(FETCH_ROWS)
+                if not rows and chunks:
+                    break
+                chunks.append(pg_arrow.rows_to_table(names, types, rows))
+                if not rows:
+                    break
+            return pg_arrow.concat(chunks)
+
+    def table_exists(self, table: str) -> bool:
+        return bool(
+            self.query(
+                "SELECT 1 FROM information_schema.tables WHERE table_name = ? AND table_schema = current_schema()",
+                [table],
+            )
+        )
+
+    def table_columns(self, table: str) -> list[str]:
+        rows = self.query(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+            "AND table_schema = current_schema() ORDER BY ordinal_position",
+            [table],
+        )
+        return [r[0] for r in rows]
+
+    def close(self) -> None:
+        if self._owns and not self.conn.closed:
+            self.conn.close()
+
+    def __enter__(self) -> PostgresWarehouse:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- migrations ------------------------------------------------------------------
+    def migrate(self) -> list[int]:
+        key = f"finops.migrate.{self.schema}"
+        self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+        try:
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, description TEXT, "
+                "applied_at TIMESTAMP DEFAULT (now() AT TIME ZONE 'UTC'))"
+            )
+            done = {r[0] for r in self.query("SELECT version FROM schema_migrations")}
+            applied: list[int] = []
+            for m in all_migrations():
+                if m.version in done:
+                    continue
+                with self.conn.transaction(), self.conn.cursor() as cur:
+                    for stmt in m.statements(self.dialect):
+                        cur.execute(stmt)
+                    cur.execute(
+                        "INSERT INTO schema_migrations (version, description) VALUES (%s, %s)",
+                        [m.version, m.description],
+                    )
+                applied.append(m.version)
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+        if applied:
+            log.info("warehouse postgres schema %s: applied migrations %s", self.schema, applied)
+        return applied
+
+    # -- loads -----------------------------------------------------------------------
+    def _insert_log(self, cur: psycopg.Cursor, log_entry: LoadLogEntry) -> None:
+        row = log_entry.row()
+        cols = ", ".join(LOAD_LOG_COLUMNS)
+        marks = ", ".join("?" for _ in LOAD_LOG_COLUMNS)
+        self._run(cur, f"INSERT INTO load_log ({cols}) VALUES ({marks})", [row[c] for c in LOAD_LOG_COLUMNS])
+
+    def append_log(self, log_entry: LoadLogEntry) -> None:
+        with self.conn.cursor() as cur:
+            self._insert_log(cur, log_entry)
+
+    def _copy(self, cur: psycopg.Cursor, table: str, columns: Sequence[str], batches: Iterable[pa.RecordBatch]) -> int:
+        """Stream record batches into `table` with one COPY; returns rows sent."""
+        cols = ", ".join(_ident(c) for c in columns)
+        rows = 0
+        with cur.copy(f"COPY {_ident(table)} ({cols}) FROM STDIN (FORMAT csv)") as cp:
+            for n, payload in arrow_copy.csv_chunks(batches):
+                cp.write(payload)
+                rows += n
+        return rows
+
+    def _check_columns(self, table: str, columns: Sequence[str], what: str) -> None:
+        have = set(self.table_columns(table))
+        if not have:
+            raise WarehouseError(f"table {table!r} does not exist in schema {self.schema!r}")
+        extra = [c for c in columns if c not in have]
+        if extra:
+            raise WarehouseError(f"{what} has columns not in table {table!r}: {extra}")
+
+    def replace_partition(
+        self,
+        table: str,
+        partition: dict[str, Any],
+        parquet_files: Sequence[Path],
+        log: LoadLogEntry | None = None,
+    ) -> int:
+        import pyarrow.parquet as pq
+
+        if not partition:
+            raise WarehouseError("replace_partition needs at least one partition key")
+        where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
+        lock_key = json.dumps([self.schema, table, partition], sort_keys=True, default=str)
+        inserted = 0
+        current = None
+        try:
+            with self.conn.transaction(), self.conn.cursor() as cur:
+                # Serialise loads of the same partition: two concurrent DELETE+COPY would both insert.
+                cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [lock_key])
+                self._run(cur, f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
+                for f in parquet_files:
+                    current = Path(f)
+                    pf = pq.ParquetFile(current)
+                    names = pf.schema_arrow.names
+                    self._check_columns(table, names, f"parquet file {current.name}")
+                    inserted += self._copy(cur, table, names, pf.iter_batches(batch_size=COPY_BATCH_ROWS))
+                current = None
+                if log is not None:
+                    log.row_count = inserted
+                    self._insert_log(cur, log)
+        except WarehouseError:
+            raise
+        except Exception as e:  # psycopg / arrow errors: already rolled back by the transaction block
+            where_txt = f" (file {current})" if current else ""
+            raise WarehouseError(f"replace_partition {table} {partition} failed{where_txt}: {e}") from e
+        return inserted
+
+    def _stage(self, cur: psycopg.Cursor, table: str, data: pa.Table) -> str:
+        """Copy `data` into a temp table typed like `table` (dropped at commit); return its name."""
+        self._check_columns(table, data.column_names, "arrow data")
+        tmp = f"_finops_in_{uuid.uuid4().hex[:12]}"
+        cols = ", ".join(_ident(c) for c in data.column_names)
+        cur.execute(
+            f"CREATE TEMP TABLE {_ident(tmp)} ON COMMIT DROP AS SELECT {cols} FROM {_ident(table)} WITH NO DATA"
+        )
+        self._copy(cur, tmp, data.column_names, arrow_copy.table_batches(data, COPY_BATCH_ROWS))
+        return tmp
+
+    def insert_arrow(self, table: str, data: pa.Table, dedup_keys: Sequence[str] | None = None) -> int:
+        if data.num_rows == 0:
+            return 0
+        cols = ", ".join(_ident(c) for c in data.column_names)
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            if not dedup_keys:
+                self._check_columns(table, data.column_names, "arrow data")
+                return self._copy(cur, table, data.column_names, arrow_copy.table_batches(data, COPY_BATCH_ROWS))
+            # Writers of the same table queue here, so "skip if the key exists" holds under concurrency.
+            cur.execute(f"LOCK TABLE {_ident(table)} IN SHARE ROW EXCLUSIVE MODE")
+            tmp = self._stage(cur, table, data)
+            on = " AND ".join(f"t.{_ident(k)} IS NOT DISTINCT FROM i.{_ident(k)}" for k in dedup_keys)
+            keys = ", ".join(_ident(k) for k in dedup_keys)
+            cur.execute(
+                f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM "
+                f"(SELECT DISTINCT ON ({keys}) * FROM {_ident(tmp)}) i "
+                f"WHERE NOT EXISTS (SELECT 1 FROM {_ident(table)} t WHERE {on})"
+            )
+            return max(cur.rowcount, 0)
+
+    def upsert_arrow(self, table: str, data: pa.Table, keys: Sequence[str]) -> int:
+        if data.num_rows == 0:
+            return 0
+        if not keys:
+            raise WarehouseError("upsert_arrow needs key columns")
+        cols = ", ".join(_ident(c) for c in data.column_names)
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            cur.execute(f"LOCK TABLE {_ident(table)} IN SHARE ROW EXCLUSIVE MODE")
+            tmp = self._stage(cur, table, data)
+            on = " AND ".join(f"t.{_ident(k)} IS NOT DISTINCT FROM i.{_ident(k)}" for k in keys)
+            cur.execute(f"DELETE FROM {_ident(table)} t USING {_ident(tmp)} i WHERE {on}")
+            cur.execute(f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM {_ident(tmp)}")
+            return max(cur.rowcount, 0)
+
