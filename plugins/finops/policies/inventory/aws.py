@@ -77,7 +77,12 @@ class AwsInventory:
             Dimensions=[{"Name": m.gpu_instance_dimension, "Value": instance_id}],
         ):
             metrics += page.get("Metrics", [])
-        return metrics
+        # One entry per distinct dimension set (some endpoints repeat a metric).
+        uniq: dict[tuple, dict[str, Any]] = {}
+        for m_ in metrics:
+            key = tuple(sorted((d["Name"], d["Value"]) for d in m_.get("Dimensions", [])))
+            uniq.setdefault(key, m_)
+        return [uniq[k] for k in sorted(uniq)]
 
     def series(self, resource: Resource, policy: Policy, start: datetime, end: datetime) -> list[Series]:
         assert policy.idle is not None

@@ -1,0 +1,179 @@
+"""End to end on a real moto server (EC2 + CloudWatch) through the Amazon provider hooks."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from finops.policies.actions.aws import AwsActions
+from finops.policies.decide import format_mark
+from finops.policies.engine import CapExceeded, Cloud, run_policy
+from finops.policies.inventory.aws import AwsInventory
+from tests.fixtures.policies import pol_put_gpu
+
+OWNER = {"owner": "alice@example.com", "team": "ml"}
+
+
+def _cloud(conn: str) -> Cloud:
+    return Cloud(AwsInventory(conn, "us-east-1"), AwsActions(conn, "us-east-1"))
+
+
+def _audit(wh, run_id: str) -> dict[str, tuple]:
+    rows = wh.query(
+        "SELECT resource_id, decision, action, result, dry_run, evidence FROM policy_actions WHERE run_id = ?", [run_id]
+    )
+    return {r[0]: r[1:] for r in rows}
+
+
+@pytest.fixture
+def pol_fleet(pol_boto, pol_launch):
+    """The scenarios of the issue, seeded in moto."""
+    cw = pol_boto["cw"]
+    old = format_mark(datetime.now(UTC) - timedelta(hours=30))
+    ids = {
+        "idle": pol_launch("idle", OWNER),
+        "busy": pol_launch("busy", OWNER),
+        "missing": pol_launch("missing", OWNER),
+        "partial": pol_launch("partial", OWNER),
+        "exempt": pol_launch("exempt", {**OWNER, "finops:exempt": "true"}),
+        "ownerless": pol_launch("ownerless", {}),
+        "marked": pol_launch("marked", {**OWNER, "finops-idle-marked": old}),
+        "busy_in_grace": pol_launch("busy-in-grace", {**OWNER, "finops-idle-marked": old}),
+    }
+    for k in ("idle", "exempt", "ownerless", "marked"):
+        pol_put_gpu(cw, ids[k], 1.5, 8.5)
+    pol_put_gpu(cw, ids["busy"], 85, 8.5)
+    pol_put_gpu(cw, ids["partial"], 1.0, 3)  # only the last 3 of 8 hours
+    pol_put_gpu(cw, ids["busy_in_grace"], lambda i: 70 if i < 6 else 1, 8.5)  # busy in the last 30 min
+    return ids
+
+
+def test_dry_run_changes_nothing_and_audits_everything(aws_conn, pol_fleet, pol_instances, pol_policy, duckdb_wh, pol_alerts):
+    before = pol_instances()
+    res = run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, run_id="r-dry")
+    assert res.dry_run is True
+    assert pol_instances() == before  # states and tags untouched
+    audit = _audit(duckdb_wh, "r-dry")
+    assert set(audit) == set(pol_fleet.values())  # every decision audited
+    ids = pol_fleet
+    assert audit[ids["idle"]][:3] == ("idle", "mark", "dry_run: probe permitted")
+    assert audit[ids["busy"]][:2] == ("busy", "none")
+    assert audit[ids["missing"]][:2] == ("no_metrics", "none")
+    assert audit[ids["partial"]][:2] == ("partial_metrics", "none")
+    assert audit[ids["exempt"]][:2] == ("exempt", "none")
+    assert audit[ids["marked"]][:3] == ("idle", "stop", "dry_run: probe permitted")
+    assert audit[ids["busy_in_grace"]][:2] == ("busy", "unmark")
+    assert all(r[3] is True for r in audit.values())
+    ev = json.loads(audit[ids["idle"]][4])
+    assert {s["label"] for s in ev["series"]} == {"index=0", "index=1"} and ev["series"][0]["max"] == 1.5
+
+
+def test_live_run_marks_stops_unmarks_and_never_touches_exempt(aws_conn, pol_fleet, pol_instances, pol_policy, duckdb_wh, pol_alerts):
+    before = pol_instances()
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-live")
+    after = pol_instances()
+    ids = pol_fleet
+    assert after[ids["marked"]]["state"] in ("stopping", "stopped")
+    assert after[ids["idle"]]["state"] == "running" and "finops-idle-marked" in after[ids["idle"]]["tags"]
+    assert "finops-idle-marked" in after[ids["ownerless"]]["tags"]
+    assert "finops-idle-marked" not in after[ids["busy_in_grace"]]["tags"]  # busy again -> unmarked
+    assert after[ids["busy_in_grace"]]["state"] == "running"
+    assert after[ids["exempt"]] == before[ids["exempt"]]
+    for k in ("busy", "missing", "partial"):
+        assert after[ids[k]] == before[ids[k]]
+    # owner notified through the alert hook, routed by team; owner-less goes to the default route
+    notices = {e.facts["resource_id"]: e for e in pol_alerts if e.kind == "policy_notice"}
+    assert notices[ids["idle"]].team == "ml" and notices[ids["idle"]].facts["owner"] == "alice@example.com"
+    assert notices[ids["ownerless"]].team is None
+
+
+def test_grace_period_respected(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh):
+    recent = format_mark(datetime.now(UTC) - timedelta(hours=3))
+    iid = pol_launch("recently-marked", {**OWNER, "finops-idle-marked": recent})
+    pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5)
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-grace")
+    assert pol_instances()[iid]["state"] == "running"
+    assert _audit(duckdb_wh, "r-grace")[iid][:3] == ("idle", "wait", "waiting")
+
+
+def test_ownerless_is_not_stopped_after_grace(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh):
+    iid = pol_launch("nobody", {"finops-idle-marked": format_mark(datetime.now(UTC) - timedelta(hours=48))})
+    pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5)
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-nobody")
+    assert pol_instances()[iid]["state"] == "running"
+    assert _audit(duckdb_wh, "r-nobody")[iid][1] == "notify"
+
+
+def test_recheck_prevents_stopping_instance_that_became_busy(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh):
+    iid = pol_launch("late-job", {**OWNER, "finops-idle-marked": format_mark(datetime.now(UTC) - timedelta(hours=30))})
+    pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5)
+
+    def action_time() -> datetime:
+        # Between the plan and the action a training job starts on the instance.
+        pol_put_gpu(pol_boto["cw"], iid, 97, 0.25, end=datetime.now(UTC) + timedelta(seconds=30))
+        return datetime.now(UTC) + timedelta(seconds=40)
+
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-recheck", clock=action_time)
+    after = pol_instances()[iid]
+    assert after["state"] == "running"
+    assert "finops-idle-marked" not in after["tags"]
+    verdict, action, result, _, ev = _audit(duckdb_wh, "r-recheck")[iid]
+    assert (verdict, action) == ("idle", "stop") and result == "prevented by re-check: busy"
+    assert json.loads(ev)["recheck"]["verdict"] == "busy"
+
+
+def test_cap_aborts_before_first_action(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh, pol_alerts):
+    for i in range(4):
+        pol_put_gpu(pol_boto["cw"], pol_launch(f"idle-{i}", OWNER), 0.1, 8.5, gpus=1)
+    before = pol_instances()
+    with pytest.raises(CapExceeded):
+        run_policy(pol_policy(max_actions_per_run=3), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-cap")
+    assert pol_instances() == before
+    rows = _audit(duckdb_wh, "r-cap")
+    assert len(rows) == 4 and all(r[2].startswith("aborted") for r in rows.values())
+    assert any(e.kind == "policy_cap_exceeded" and e.severity == "critical" for e in pol_alerts)
+
+
+def test_just_launched_is_too_young(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh):
+    iid = pol_launch("fresh", OWNER)
+    pol_put_gpu(pol_boto["cw"], iid, 0.0, 8.5)
+    run_policy(pol_policy(min_age_hours=2), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-young")
+    assert _audit(duckdb_wh, "r-young")[iid][:2] == ("too_young", "none")
+    assert "finops-idle-marked" not in pol_instances()[iid]["tags"]
+
+
+def test_hostile_tag_values_are_inert(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh, pol_alerts):
+    evil = "x'); DROP TABLE policy_actions; -- <!channel> *bold* =cmd|'/c calc'!A1"
+    iid = pol_launch(evil[:200], {"owner": evil, "team": evil})
+    pol_put_gpu(pol_boto["cw"], iid, 0.0, 8.5)
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-evil")
+    assert duckdb_wh.table_exists("policy_actions")
+    row = duckdb_wh.query("SELECT owner, resource_name FROM policy_actions WHERE run_id = ?", ["r-evil"])
+    assert row == [(evil, evil[:200])]
+    ev = next(e for e in pol_alerts if e.kind == "policy_notice")
+    assert evil not in ev.title and ev.facts["owner"] == evil  # value travels as data, not markup
+
+
+def test_denied_stop_is_reported_not_forced(aws_conn, pol_boto, pol_launch, pol_policy, duckdb_wh):
+    """An account whose IAM refuses the probe: result 'denied', instance untouched."""
+    from botocore.exceptions import ClientError
+
+    iid = pol_launch("x", {**OWNER, "finops-idle-marked": format_mark(datetime.now(UTC) - timedelta(hours=30))})
+    pol_put_gpu(pol_boto["cw"], iid, 0.0, 8.5)
+    acts = AwsActions(aws_conn, "us-east-1")
+    real = acts.ec2.stop_instances
+    calls: list[dict] = []
+
+    def deny(**kw):
+        calls.append(kw)
+        raise ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "no"}}, "StopInstances")
+
+    acts.ec2.stop_instances = deny
+    try:
+        run_policy(pol_policy(), Cloud(AwsInventory(aws_conn, "us-east-1"), acts), duckdb_wh, dry_run=False, run_id="r-deny")
+    finally:
+        acts.ec2.stop_instances = real
+    assert [c.get("DryRun") for c in calls] == [True]  # probe only, never the real call
+    assert _audit(duckdb_wh, "r-deny")[iid][2] == "denied: UnauthorizedOperation"
