@@ -26,7 +26,7 @@ def _context(pairs: list[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m finops.bench", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m finops.bench", description="finops GPU benchmark suite")
     ap.add_argument("--json", required=True, type=Path, help="where to write the result document")
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
