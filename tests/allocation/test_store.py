@@ -1,0 +1,89 @@
+"""Edge: focus_costs in a real DuckDB warehouse -> showback tables that reconcile to the cent."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal as D
+
+import pytest
+from finops.allocation.rules import parse_rules
+from finops.allocation.store import ConservationError, check_conservation, run_showback
+
+from tests.allocation.focus_data import focus_row, insert_focus
+
+RULES = {
+    "teams": [{"name": "ml", "cost_centre": "CC-1"}, {"name": "data", "cost_centre": "CC-2"}],
+    "rules": [{"team": "data", "match": {"accounts": ["222"]}}],
+    "shared": [{"name": "support", "match": {"services": ["AWS Support (Business)"]}, "method": "proportional"}],
+}
+
+
+def _seed(wh):
+    rows = [
+        focus_row("2026-10-01", "100.1234567891", "80.0000000001", {"user:team": "ml"},
+                  x_instance_type="p4d.24xlarge", pricing_category="Dynamic", list_cost=D("300")),
+        focus_row("2026-10-01", "50", "50", {}, sub_account_id="222"),
+        focus_row("2026-10-01", "9.99", "9.99", {}, service_name="AWS Support (Business)",
+                  service_category="Management and Governance"),
+        focus_row("2026-10-02", "-12.34", "-12.34", {"Team": "ml"}, charge_category="Credit"),
+        focus_row("2026-10-02", "7.77", "7.77", {"owner": "nobody"}),
+        focus_row("2026-10-02", "3.3333333333", "3.3333333333", {"team": "data"}, service_category="Storage",
+                  service_name="Amazon S3", x_usage_type="TimedStorage-ByteHrs"),
+        focus_row("2026-11-01", "1", "1", {"team": "ml"}),  # other period: untouched
+    ]
+    insert_focus(wh, rows)
+
+
+def _sum(wh, sql, params):
+    return D(wh.query(sql, params)[0][0] or 0)
+
+
+def test_showback_reconciles_with_focus_costs_and_is_idempotent(duckdb_wh):
+    wh = duckdb_wh
+    _seed(wh)
+    rules = parse_rules(RULES)
+    for _ in range(2):  # a re-run replaces, never doubles
+        res = run_showback(wh, "2026-10", rules)
+    assert res.totals == {"amortised/USD": "138.7533333334", "billed/USD": "158.8767901224"}
+    for view, col in (("billed", "billed_cost"), ("amortised", "effective_cost")):
+        src = _sum(wh, f"SELECT SUM({col}) FROM focus_costs WHERE x_billing_period = ?", ["2026-10"])
+        daily = _sum(wh, "SELECT SUM(cost) FROM showback_daily WHERE billing_period = ? AND cost_view = ?",
+                     ["2026-10", view])
+        monthly = _sum(wh, "SELECT SUM(total_cost) FROM chargeback_monthly WHERE billing_period = ? AND cost_view = ?",
+                       ["2026-10", view])
+        cents = _sum(wh, "SELECT SUM(total_cents) FROM chargeback_monthly WHERE billing_period = ? AND cost_view = ?",
+                     ["2026-10", view])
+        assert src == daily == monthly
+        assert cents == src.quantize(D("0.01"))
+    teams = dict(wh.query("SELECT team, total_cost FROM chargeback_monthly WHERE cost_view = 'billed'"))
+    assert teams["unallocated"] == D("7.77")
+    assert set(teams) == {"ml", "data", "unallocated"}
+    cc = dict(wh.query("SELECT team, cost_centre FROM chargeback_monthly WHERE cost_view = 'billed'"))
+    assert cc["ml"] == "CC-1" and cc["unallocated"] is None
+    gpu = wh.query("SELECT team, gpu_model, purchase_option, cost, savings, idle_cost FROM showback_gpu_monthly "
+                   "WHERE cost_view = 'billed'")
+    assert gpu == [("ml", "A100", "spot", D("100.1234567891"), D("199.8765432109"), D(0))]
+    storage = _sum(wh, "SELECT SUM(storage_cost) FROM chargeback_monthly WHERE team = 'data' AND cost_view = 'billed'", [])
+    assert storage == D("3.3333333333")
+
+
+def test_idle_gpu_cost_from_policy_actions_when_present(duckdb_wh):
+    wh = duckdb_wh
+    rows = [focus_row(f"2026-10-03T{h:02d}:00:00", "1.5", tags={"team": "ml"}, x_instance_type="g5.xlarge",
+                      resource_id="i-0abc") for h in range(8, 14)]
+    insert_focus(wh, rows)
+    # two runs flag overlapping idle windows 10:00-12:00 and 11:00-13:00 -> hours 10, 11, 12 count once
+    for i, (a, b) in enumerate((("10", "12"), ("11", "13"))):
+        ev = json.dumps({"window_start": f"2026-10-03T{a}:00:00+00:00", "window_end": f"2026-10-03T{b}:00:00+00:00"})
+        wh.execute(
+            "INSERT INTO policy_actions (action_id, run_id, policy, policy_kind, provider, resource_id, decision, "
+            "action, result, dry_run, evidence, created_at) VALUES (?, 'r', 'gpu-idle', 'idle', 'aws', 'i-0abc', "
+            "'idle', 'stop', 'dry_run', true, ?, TIMESTAMP '2026-10-03 13:00:00')", [f"a{i}", ev])
+    run_showback(wh, "2026-10", parse_rules({}))
+    assert wh.query("SELECT team, cost, idle_cost FROM showback_gpu_monthly WHERE cost_view = 'billed'") == [
+        ("ml", D("9"), D("4.5"))]
+
+
+def test_conservation_guard_refuses_mismatch():
+    with pytest.raises(ConservationError):
+        check_conservation({("billed", "USD"): D("1.00")}, [])
