@@ -1,0 +1,267 @@
+"""GCP detailed (resource-level) billing export -> FOCUS 1.2 rows, as DuckDB SQL.
+
+Input: parquet files holding rows of `gcp_billing_export_resource_v1_<ACCOUNT>` exactly
+as BigQuery returns them (nested `service`, `sku`, `project`, `location`, `resource`,
+`invoice`, `price`, `usage`; repeated `labels`, `system_labels`, `project.labels`,
+`credits`). Money is FLOAT64 in the export; it is cast to DECIMAL(38,10) once, the
+same way on both sides of the reconciliation.
+
+Credit rule (FOCUS: BilledCost is "inclusive of all reduced rates and discounts"):
+- discount-type credits (SUSTAINED_USAGE_DISCOUNT, COMMITTED_USAGE_DISCOUNT[_DOLLAR_BASE],
+  DISCOUNT, FREE_TIER, SUBSCRIPTION_BENEFIT, RESELLER_MARGIN, any other non-promotion
+  type) are netted into the row they belong to: BilledCost = cost + those credits;
+- PROMOTION credits (promotional / trial credit programmes, applied after the fact) become
+  their own ChargeCategory='Credit' rows, one per credit entry, inheriting the parent's
+  account, project, service, region and tags so showback still attributes them.
+So per billing period: SUM(BilledCost) == SUM(cost) + SUM(credits.amount), to the cent.
+
+ContractedCost = cost + non-commitment discount credits (negotiated / automatic price
+reductions), ListCost = cost_at_list (falls back to cost), EffectiveCost = BilledCost:
+GCP bills commitment fees monthly (no upfront to amortise), and the CUD credit already
+lands on the usage it covers. cost_type maps regular -> Usage (commitment fee SKUs ->
+Purchase), tax -> Tax, adjustment / rounding_error -> Adjustment (ChargeClass
+'Correction' when adjustment_info is present). Spot / preemptible SKUs -> PricingCategory
+'Dynamic', CUD-covered usage -> 'Committed'.
+"""
+
+from __future__ import annotations
+
+from finops.focus.projection import files_list, lineage, lit, period_bounds_sql, select_list
+
+MONEY = "DECIMAL(38,10)"
+PROMO = "'PROMOTION'"
+COMMITMENT_TYPES = "('COMMITTED_USAGE_DISCOUNT', 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE')"
+
+# service.description -> FOCUS ServiceCategory (everything unlisted is 'Other').
+SERVICE_CATEGORIES: dict[str, str] = {
+    "Compute Engine": "Compute",
+    "Kubernetes Engine": "Compute",
+    "Cloud Run": "Compute",
+    "Cloud Functions": "Compute",
+    "App Engine": "Compute",
+    "Cloud Storage": "Storage",
+    "Filestore": "Storage",
+    "BigQuery": "Analytics",
+    "Dataflow": "Analytics",
+    "Dataproc": "Analytics",
+    "Pub/Sub": "Integration",
+    "Cloud SQL": "Databases",
+    "Cloud Spanner": "Databases",
+    "Firestore": "Databases",
+    "Cloud Bigtable": "Databases",
+    "Memorystore for Redis": "Databases",
+    "Vertex AI": "AI and Machine Learning",
+    "Cloud TPU": "AI and Machine Learning",
+    "Gemini API": "AI and Machine Learning",
+    "Networking": "Networking",
+    "Cloud DNS": "Networking",
+    "Cloud CDN": "Networking",
+    "Cloud Load Balancing": "Networking",
+    "Cloud Logging": "Management and Governance",
+    "Cloud Monitoring": "Management and Governance",
+    "Secret Manager": "Security",
+    "Cloud Key Management Service (KMS)": "Security",
+    "Artifact Registry": "Developer Tools",
+    "Cloud Build": "Developer Tools",
+    "Support": "Other",
+    "Invoice": "Other",
+}
+
+# location.region -> display name (FOCUS RegionName); unknown regions fall back to the id.
+REGION_NAMES: dict[str, str] = {
+    "us-central1": "Iowa",
+    "us-east1": "South Carolina",
+    "us-east4": "Northern Virginia",
+    "us-west1": "Oregon",
+    "us-west2": "Los Angeles",
+    "us-west4": "Las Vegas",
+    "europe-west1": "Belgium",
+    "europe-west2": "London",
+    "europe-west3": "Frankfurt",
+    "europe-west4": "Netherlands",
+    "asia-east1": "Taiwan",
+    "asia-northeast1": "Tokyo",
+    "asia-southeast1": "Singapore",
+}
+
+
+def _case(expr: str, mapping: dict[str, str], default: str) -> str:
+    whens = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in mapping.items())
+    return f"CASE {expr} {whens} ELSE {default} END"
+
+
+def _money(expr: str) -> str:
+    return f"CAST({expr} AS {MONEY})"
+
+
+def _credit_sum(cond: str) -> str:
+    """Sum of the row's credits matching a lambda condition on `c`, as exact money."""
+    return (
+        f"COALESCE(list_sum(list_transform(list_filter(credits, lambda c: {cond}), "
+        f"lambda c: CAST(c.amount AS {MONEY}))), 0)"
+    )
+
+
+def _tags(row: str = "") -> str:
+    """One JSON object from project.labels, system_labels and labels (later ones win:
+    a resource label overrides the project label of the same key). Keys sorted so a
+    reload writes byte-identical rows."""
+    p = f"{row}." if row else ""
+    all_labels = (
+        f"(COALESCE({p}project.labels, []) || COALESCE({p}system_labels, []) || COALESCE({p}labels, []))"
+    )
+    return (
+        "(SELECT CASE WHEN count(*) > 0 THEN to_json(map_from_entries(list((k, v) ORDER BY k))) END FROM ("
+        "SELECT e.key AS k, last(e.value ORDER BY i) AS v FROM ("
+        f"SELECT unnest({all_labels}) AS e, generate_subscripts({all_labels}, 1) AS i"
+        ") GROUP BY e.key))"
+    )
+
+
+class GcpDetailedConverter:
+    """Converter for the GCP detailed usage cost export (spine Converter protocol)."""
+
+    name = "gcp_detailed"
+    provider = "gcp"
+    required_raw_columns = (
+        "billing_account_id", "service", "sku", "usage_start_time", "usage_end_time", "project", "labels",
+        "system_labels", "location", "resource", "cost", "currency", "usage", "credits", "invoice", "cost_type",
+        "adjustment_info", "price", "cost_at_list", "transaction_type", "seller_name",
+    )
+
+    def reader_sql(self, files: list[str]) -> str:
+        return f"SELECT * FROM read_parquet({files_list(files)}, union_by_name = true)"
+
+    def raw_billed_total_sql(self, raw: str) -> str:
+        return (
+            f"SELECT COALESCE(SUM({_money('cost')}), 0) + COALESCE(SUM({_credit_sum('true')}), 0) "
+            f"AS raw_billed_total FROM {raw}"
+        )
+
+    def focus_sql(self, raw: str, ctx: object) -> str:
+        start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]
+        base = self._prepared(raw)
+        usage_cols = self._usage_columns(start, end)
+        credit_cols = self._credit_columns(start, end)
+        shared = lineage(ctx, self.provider)
+        return (
+            f"WITH g AS ({base}),\n"
+            "promo AS (SELECT g.*, c.name AS credit_name, c.full_name AS credit_full_name, c.id AS credit_id, "
+            f"CAST(c.amount AS {MONEY}) AS credit_amount FROM g, "
+            f"unnest(list_filter(g.credits, lambda c: c.type = {PROMO})) AS u(c))\n"
+            f"SELECT {select_list({**usage_cols, **shared})} FROM g\n"
+            "UNION ALL\n"
+            f"SELECT {select_list({**credit_cols, **shared})} FROM promo"
+        )
+
+    # -- internals ---------------------------------------------------------------------
+    @staticmethod
+    def _prepared(raw: str) -> str:
+        """Per raw row: exact money, the CUD credit (if any), merged tags, category."""
+        return f"""SELECT *,
+  {_money('cost')} AS x_cost,
+  {_money('COALESCE(cost_at_list, cost)')} AS x_list,
+  {_credit_sum(f'c.type <> {PROMO}')} AS x_discounts,
+  {_credit_sum(f'c.type <> {PROMO} AND c.type NOT IN {COMMITMENT_TYPES}')} AS x_contract_discounts,
+  list_filter(credits, lambda c: c.type IN {COMMITMENT_TYPES})[1] AS x_cud,
+  {_tags()} AS x_tags,
+  CASE lower(cost_type)
+    WHEN 'tax' THEN 'Tax'
+    WHEN 'adjustment' THEN 'Adjustment'
+    WHEN 'rounding_error' THEN 'Adjustment'
+    ELSE CASE WHEN sku.description ILIKE 'Commitment%' THEN 'Purchase' ELSE 'Usage' END
+  END AS x_category,
+  (sku.description ILIKE '%spot%' OR sku.description ILIKE '%preemptible%') AS x_spot,
+  list_filter(system_labels, lambda l: l.key = 'compute.googleapis.com/machine_spec')[1].value AS x_machine
+FROM {raw}"""
+
+    @staticmethod
+    def _common(start: str, end: str) -> dict[str, str]:
+        return {
+            "billing_account_id": "billing_account_id",
+            "billing_account_name": "billing_account_id",
+            "billing_account_type": "'Billing Account'",
+            "billing_currency": "currency",
+            "billing_period_start": start,
+            "billing_period_end": end,
+            "invoice_issuer_name": "CASE WHEN transaction_type = 'THIRD_PARTY_RESELLER' "
+            "THEN COALESCE(seller_name, 'Google') ELSE 'Google' END",
+            "provider_name": "'Google Cloud'",
+            "publisher_name": "CASE WHEN transaction_type = 'THIRD_PARTY_AGENCY' "
+            "THEN COALESCE(seller_name, 'Google Cloud') ELSE 'Google Cloud' END",
+            "service_name": "COALESCE(service.description, 'Unknown')",
+            "service_category": _case("service.description", SERVICE_CATEGORIES, "'Other'"),
+            "sub_account_id": "project.id",
+            "sub_account_name": "project.name",
+            "sub_account_type": "CASE WHEN project.id IS NULL THEN NULL ELSE 'Project' END",
+            "region_id": "location.region",
+            "region_name": _case("location.region", REGION_NAMES, "location.region"),
+            "availability_zone": "location.zone",
+            "resource_id": "resource.global_name",
+            "resource_name": "resource.name",
+            "resource_type": r"regexp_extract(resource.global_name, '/([A-Za-z]+)/[^/]+$', 1)",
+            "tags": "x_tags",
+            "invoice_id": "NULL",
+            "x_usage_type": "sku.description",
+            "x_instance_type": "x_machine",
+        }
+
+    def _usage_columns(self, start: str, end: str) -> dict[str, str]:
+        regular = "lower(cost_type) = 'regular'"
+        is_usage = "x_category = 'Usage'"
+        billed = "x_cost + x_discounts"
+        return {
+            **self._common(start, end),
+            "billed_cost": billed,
+            "effective_cost": billed,
+            "contracted_cost": "x_cost + x_contract_discounts",
+            "list_cost": "CASE WHEN lower(cost_type) = 'regular' THEN x_list ELSE x_cost END",
+            "charge_category": "x_category",
+            "charge_class": "CASE WHEN lower(cost_type) IN ('adjustment', 'rounding_error') "
+            "AND adjustment_info.id IS NOT NULL THEN 'Correction' END",
+            "charge_description": "COALESCE(adjustment_info.description, sku.description)",
+            "charge_frequency": "CASE x_category WHEN 'Usage' THEN 'Usage-Based' WHEN 'Purchase' THEN 'Recurring' "
+            "ELSE 'One-Time' END",
+            "charge_period_start": "timezone('UTC', usage_start_time)",
+            "charge_period_end": "timezone('UTC', usage_end_time)",
+            "pricing_quantity": f"CASE WHEN {regular} THEN usage.amount_in_pricing_units END",
+            "pricing_unit": f"CASE WHEN {regular} THEN usage.pricing_unit END",
+            "consumed_quantity": f"CASE WHEN {is_usage} THEN usage.amount END",
+            "consumed_unit": f"CASE WHEN {is_usage} THEN usage.unit END",
+            "contracted_unit_price": f"CASE WHEN {regular} THEN price.effective_price END",
+            "list_unit_price": f"CASE WHEN {regular} AND usage.amount_in_pricing_units > 0 "
+            "THEN cost_at_list / usage.amount_in_pricing_units END",
+            "pricing_category": f"CASE WHEN NOT {regular} THEN NULL WHEN x_cud IS NOT NULL OR x_category = 'Purchase' "
+            "THEN 'Committed' WHEN x_spot THEN 'Dynamic' ELSE 'Standard' END",
+            "commitment_discount_category": "CASE x_cud.type WHEN 'COMMITTED_USAGE_DISCOUNT' THEN 'Usage' "
+            "WHEN 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE' THEN 'Spend' END",
+            "commitment_discount_id": "x_cud.id",
+            "commitment_discount_name": "x_cud.full_name",
+            "commitment_discount_type": "CASE WHEN x_cud IS NOT NULL THEN 'Committed Use Discount' END",
+            "commitment_discount_status": f"CASE WHEN x_cud IS NOT NULL AND {is_usage} THEN 'Used' END",
+            "sku_id": "sku.id",
+            "sku_meter": "sku.description",
+            "sku_price_id": f"CASE WHEN {regular} THEN sku.id || ':' || "
+            "COALESCE(CAST(price.tier_start_amount AS VARCHAR), '0') END",
+            "x_charge_type": "cost_type",
+        }
+
+    def _credit_columns(self, start: str, end: str) -> dict[str, str]:
+        return {
+            **self._common(start, end),
+            "billed_cost": "credit_amount",
+            "effective_cost": "credit_amount",
+            "contracted_cost": "0",
+            "list_cost": "0",
+            "charge_category": "'Credit'",
+            "charge_description": "COALESCE(credit_full_name, credit_name, 'Promotional credit')",
+            "charge_frequency": "'One-Time'",
+            "charge_period_start": "timezone('UTC', usage_start_time)",
+            "charge_period_end": "timezone('UTC', usage_end_time)",
+            "sku_id": "sku.id",
+            "x_charge_type": "'credit:PROMOTION'",
+            "x_operation": "credit_id",
+        }
+
+
+CONVERTER = GcpDetailedConverter()

@@ -1,0 +1,97 @@
+"""GCP's own FOCUS view / FOCUS export (BigQuery) -> our FOCUS table.
+
+Google's published FOCUS BigQuery view keeps `BilledCost = cost` and carries the credits
+in a separate `x_Credits` array (Name, Amount, FullName, Id, Type). Taken as-is its
+BilledCost total would not match the invoice, so each x_Credits entry becomes its own
+ChargeCategory='Credit' row (same account / project / service / tags as its parent),
+and the raw total is SUM(BilledCost) + SUM(x_Credits.Amount). An export without
+x_Credits (credits already netted or already rows) simply passes through.
+
+Other fixes: lower-case enum values ('usage', 'committed') are canonicalised; the view's
+BillingPeriodStart/End are Pacific midnights with an inclusive last day, so the period
+bounds come from the billing period we queried; ServiceCategory falls back to our
+service map when the view's value (a Google product taxonomy) is not a FOCUS category;
+Tags (ARRAY<STRUCT<key, value, x_type, ...>>) become one JSON object where a resource
+label beats a system label beats a tag beats a project label.
+"""
+
+from __future__ import annotations
+
+from finops.focus.gcp_billing import SERVICE_CATEGORIES, _case
+from finops.focus.native_focus import NativeFocusConverter
+from finops.focus.projection import lineage, period_bounds_sql, select_list
+
+MONEY = "DECIMAL(38,10)"
+_CREDITS_T = "STRUCT(Name VARCHAR, Amount DECIMAL(38,10), FullName VARCHAR, Id VARCHAR, Type VARCHAR)[]"
+_TAG_PRIORITY = "CASE e.x_type WHEN 'label' THEN 4 WHEN 'system_label' THEN 3 WHEN 'tag' THEN 2 ELSE 1 END"
+
+
+class GcpFocusConverter(NativeFocusConverter):
+    name = "gcp_focus"
+    provider = "gcp"
+    file_format = "parquet"
+    extra_columns = {
+        "x_Credits": _CREDITS_T,
+        "x_CostType": "VARCHAR",
+        "x_ServiceId": "VARCHAR",
+    }
+    fallbacks = {
+        "billing_account_name": "NULLIF(trim(CAST(\"BillingAccountId\" AS VARCHAR)), '')",
+        "invoice_issuer_name": "'Google'",
+        "provider_name": "'Google Cloud'",
+        "publisher_name": "'Google Cloud'",
+        "service_category": _case("\"ServiceName\"", SERVICE_CATEGORIES, "'Other'"),
+    }
+
+    def tags_sql(self) -> str:
+        return (
+            "(SELECT CASE WHEN count(*) > 0 THEN to_json(map_from_entries(list((k, v) ORDER BY k))) END FROM ("
+            f"SELECT e.key AS k, arg_max(e.value, {_TAG_PRIORITY}) AS v FROM (SELECT unnest(\"Tags\") AS e) "
+            "GROUP BY e.key))"
+        )
+
+    def extensions(self) -> dict[str, str]:
+        return {"x_charge_type": "\"x_CostType\""}
+
+    def raw_billed_total_sql(self, raw: str) -> str:
+        credits = f"COALESCE(list_sum(list_transform(\"x_Credits\", lambda c: CAST(c.Amount AS {MONEY}))), 0)"
+        return (
+            f"SELECT COALESCE(SUM(CAST(\"BilledCost\" AS {MONEY})), 0) + COALESCE(SUM({credits}), 0) "
+            f"AS raw_billed_total FROM {raw}"
+        )
+
+    def focus_sql(self, raw: str, ctx: object) -> str:
+        start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]
+        cols = self.columns()
+        cols["billing_period_start"], cols["billing_period_end"] = start, end
+        shared = lineage(ctx, self.provider)
+        credit = {
+            **cols,
+            "billed_cost": "c.Amount",
+            "effective_cost": "c.Amount",
+            "contracted_cost": "0",
+            "list_cost": "0",
+            "charge_category": "'Credit'",
+            "charge_class": "NULL",
+            "charge_description": "COALESCE(c.FullName, c.Name, 'Credit')",
+            "charge_frequency": "'One-Time'",
+            "pricing_quantity": "NULL",
+            "pricing_unit": "NULL",
+            "consumed_quantity": "NULL",
+            "consumed_unit": "NULL",
+            "pricing_category": "NULL",
+            "list_unit_price": "NULL",
+            "contracted_unit_price": "NULL",
+            "sku_price_id": "NULL",
+            "commitment_discount_status": "NULL",
+            "x_charge_type": "'credit:' || COALESCE(c.Type, 'UNKNOWN')",
+            "x_operation": "c.Id",
+        }
+        return (
+            f"SELECT {select_list({**cols, **shared})} FROM {raw}\n"
+            "UNION ALL\n"
+            f"SELECT {select_list({**credit, **shared})} FROM {raw}, unnest(\"x_Credits\") AS u(c)"
+        )
+
+
+CONVERTER = GcpFocusConverter()

@@ -1,0 +1,73 @@
+"""Build the canonical FOCUS SELECT list from a converter's per-column expressions.
+
+Every converter maps provider fields to FOCUS with a dict {snake_name: sql_expr}; this
+module turns it into `CAST(expr AS type) AS name` for ALL schema.COLUMNS in warehouse
+order (missing ones become typed NULLs), so no converter can forget a column or emit
+the wrong type. Pure string building: no DuckDB import.
+"""
+
+from __future__ import annotations
+
+import re
+
+from finops.focus.schema import BY_SNAKE, COLUMNS, Kind
+from finops.warehouse.types import sql_type
+
+_PERIOD = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+class ProjectionError(ValueError):
+    """A converter named a column that is not in the FOCUS schema."""
+
+
+def lit(value: str | None) -> str:
+    """A SQL string literal for a value that comes from our own code (context, constants).
+
+    Converters are SQL text by contract, so context values must be inlined; quotes are
+    doubled so even an odd value cannot break out of the literal."""
+    if value is None:
+        return "NULL"
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def check_period(period: str) -> str:
+    if not _PERIOD.match(period or ""):
+        raise ValueError(f"billing_period must be YYYY-MM, got {period!r}")
+    return period
+
+
+def period_bounds_sql(period: str) -> tuple[str, str]:
+    """(start, end) TIMESTAMP literals of a YYYY-MM billing period, end exclusive."""
+    check_period(period)
+    start = f"TIMESTAMP '{period}-01 00:00:00'"
+    return start, f"({start} + INTERVAL 1 MONTH)"
+
+
+def select_list(exprs: dict[str, str], dialect: str = "duckdb") -> str:
+    """`CAST(expr AS T) AS col, ...` for every FOCUS column, in schema order."""
+    unknown = sorted(set(exprs) - set(BY_SNAKE))
+    if unknown:
+        raise ProjectionError(f"not FOCUS columns: {', '.join(unknown)}")
+    parts = []
+    for col in COLUMNS:
+        expr = exprs.get(col.snake, "NULL")
+        typ = "VARCHAR" if col.kind is Kind.JSON else sql_type(col.kind, dialect)
+        parts.append(f"CAST({expr} AS {typ}) AS {col.snake}")
+    return ",\n  ".join(parts)
+
+
+def lineage(ctx: object, provider: str) -> dict[str, str]:
+    """The x_ lineage columns every converter writes the same way."""
+    return {
+        "x_source": lit(ctx.source),  # type: ignore[attr-defined]
+        "x_billing_period": lit(check_period(ctx.billing_period)),  # type: ignore[attr-defined]
+        "x_provider": lit(provider),
+        "x_load_id": lit(ctx.load_id),  # type: ignore[attr-defined]
+    }
+
+
+def files_list(files: list[str]) -> str:
+    """A DuckDB list literal of file paths (paths come from our own download code)."""
+    if not files:
+        raise ValueError("no raw files to read")
+    return "[" + ", ".join(lit(str(f)) for f in files) + "]"

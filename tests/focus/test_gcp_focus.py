@@ -1,0 +1,56 @@
+"""GCP's own FOCUS view -> our FOCUS table: credits become Credit rows, enums canonical, bounds fixed."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from decimal import Decimal
+
+import pytest
+from finops.demo import gcp_generator as gen
+from finops.focus.gcp_billing import CONVERTER as DETAILED
+from finops.focus.gcp_focus import CONVERTER
+
+from tests.focus._convert import convert
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("gcp_focus")
+    sample = gen.generate(period="2026-10", days=1)
+    path = gen.write_focus_view_parquet(sample, tmp / "focus.parquet")
+    res, rows = convert(CONVERTER, [path], provider="gcp", period="2026-10", tmp=tmp)
+    return sample, res, rows, tmp
+
+
+def test_reconciles_with_the_invoice_and_with_the_detailed_export(converted):
+    sample, res, rows, tmp = converted
+    assert res.focus_billed_total == res.raw_billed_total
+    assert res.raw_billed_total.quantize(Decimal("0.01")) == sample.billed_total.quantize(Decimal("0.01"))
+    det, _ = convert(DETAILED, [sample.write_parquet(tmp / "raw.parquet")], provider="gcp", period="2026-10", tmp=tmp)
+    assert det.focus_billed_total == res.focus_billed_total
+
+
+def test_credit_rows_and_canonical_enums(converted):
+    sample, _, rows, _ = converted
+    n_credits = sum(len(r["credits"]) for r in sample.rows)
+    assert sum(r["charge_category"] == "Credit" for r in rows) == n_credits
+    assert {r["charge_category"] for r in rows} == {"Usage", "Tax", "Adjustment", "Credit"}
+    assert {r["pricing_category"] for r in rows} == {"Standard", "Committed", None}
+    adj = [r for r in rows if r["charge_class"] is not None]
+    assert [r["charge_class"] for r in adj] == ["Correction"]
+    # the view's Pacific-midnight, inclusive-last-day bounds are replaced by the period
+    assert {(r["billing_period_start"], r["billing_period_end"]) for r in rows} == {
+        (datetime(2026, 10, 1), datetime(2026, 11, 1))
+    }
+    # "GCP > Compute" is not a FOCUS category: falls back to our service map
+    assert {r["service_category"] for r in rows if r["service_name"] == "Compute Engine"} == {"Compute"}
+    assert {r["invoice_issuer_name"] for r in rows} == {"Google"}
+
+
+def test_tags_priority(converted):
+    sample, _, rows, _ = converted
+    src = next(r for r in sample.rows if any(x["key"] == "team" for x in r["labels"]))
+    out = next(r for r in rows if r["charge_period_start"] == src["usage_start_time"].replace(tzinfo=None)
+               and r["sku_id"] == src["sku"]["id"] and r["charge_category"] == "Usage")
+    assert json.loads(out["tags"])["team"] == "research"  # resource label beats project label
