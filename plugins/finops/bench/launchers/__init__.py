@@ -1,0 +1,29 @@
+"""Per-cloud launchers (AWS EC2, GCP Compute Engine, Azure VMs, Lambda Cloud) behind one
+protocol (base.Launcher); `for_target()` picks one for a configured target."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from finops.bench.launchers.base import Launcher
+    from finops.bench.settings import Target
+
+
+def for_target(target: Target) -> Launcher:
+    """A launcher for the target's cloud, built from its Airflow connection."""
+    if target.provider == "aws":
+        from finops.bench.launchers.aws import AwsLauncher
+
+        return AwsLauncher.from_conn(target.connection, target)
+    if target.provider == "gcp":
+        from finops.bench.launchers.gcp import GcpLauncher
+
+        return GcpLauncher.from_conn(target.connection, target)
+    if target.provider == "azure":
+        from finops.bench.launchers.azure import AzureLauncher
+
+        return AzureLauncher.from_conn(target.connection, target)
+    from finops.bench.launchers.lambda_cloud import LambdaLauncher
+
+    return LambdaLauncher.from_conn(target.connection, target)

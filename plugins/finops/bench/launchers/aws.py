@@ -1,0 +1,111 @@
+"""AWS EC2 launcher: `run_instances` (spot or on-demand) through the Amazon provider's hook.
+
+Idempotent: ClientToken = bench_run_id, so a retried launch task gets the same instance back
+instead of a second one. Safe: InstanceInitiatedShutdownBehavior=terminate (the bootstrap's
+power-off after its TTL terminates the instance), tags on instance and volumes, IMDSv2 only.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from typing import Any
+
+from finops.bench.launchers.base import (
+    TAG_BENCH,
+    TAG_EXPIRES,
+    TAG_RUN,
+    CapReached,
+    Instance,
+    LaunchError,
+    LaunchSpec,
+    parse_iso,
+)
+from finops.bench.settings import Target
+
+log = logging.getLogger(__name__)
+ALIVE = ["pending", "running", "shutting-down", "stopping", "stopped"]
+
+
+class AwsLauncher:
+    provider = "aws"
+
+    def __init__(self, client: Any, target: Target, max_running: int = 8):
+        self.client = client
+        self.target = target
+        self.max_running = max_running
+
+    @classmethod
+    def from_conn(cls, conn_id: str, target: Target, max_running: int = 8) -> AwsLauncher:
+        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+        client = AwsBaseHook(aws_conn_id=conn_id, client_type="ec2", region_name=target.region).get_conn()
+        return cls(client, target, max_running)
+
+    def params(self, spec: LaunchSpec) -> dict[str, Any]:
+        t = self.target
+        tags = [{"Key": k, "Value": v} for k, v in spec.tags().items()]
+        p: dict[str, Any] = {
+            "ImageId": t.image_id,
+            "InstanceType": spec.instance_type,
+            "MinCount": 1,
+            "MaxCount": 1,
+            "ClientToken": spec.bench_run_id,
+            "UserData": base64.b64encode(spec.user_data.encode()).decode(),
+            "InstanceInitiatedShutdownBehavior": "terminate",
+            "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}, {"ResourceType": "volume", "Tags": tags}],
+            "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
+        }
+        if t.subnet_id:
+            p["SubnetId"] = t.subnet_id
+        if t.security_group_ids:
+            p["SecurityGroupIds"] = list(t.security_group_ids)
+        if t.key_name:
+            p["KeyName"] = t.key_name
+        if spec.pricing_model == "spot":
+            p["InstanceMarketOptions"] = {
+                "MarketType": "spot",
+                "SpotOptions": {"SpotInstanceType": "one-time", "InstanceInterruptionBehavior": "terminate"},
+            }
+        return p
+
+    def launch(self, spec: LaunchSpec) -> list[str]:
+        alive = [i for i in self.find() if i.bench_run_id != spec.bench_run_id]
+        if len(alive) >= self.max_running:
+            raise CapReached(f"{len(alive)} benchmark instances alive in {spec.region} (cap {self.max_running})")
+        try:
+            resp = self.client.run_instances(**self.params(spec))
+            ids = [i["InstanceId"] for i in resp["Instances"]]
+            log.info("launched %s for bench run %s", ids, spec.bench_run_id)
+            return ids
+        except Exception as e:
+            # The call may have created the instance before failing (timeout, throttled reply):
+            # find it by tag and terminate it before reporting the error.
+            cleaned = True
+            try:
+                left = [i.instance_id for i in self.find(spec.bench_run_id)]
+                if left:
+                    log.warning("launch of %s failed after creating %s: terminating", spec.bench_run_id, left)
+                    self.terminate(left)
+            except Exception as ce:  # noqa: BLE001 - report both; teardown retries the cleanup
+                log.error("cleanup after failed launch of %s failed: %s", spec.bench_run_id, ce)
+                cleaned = False
+            raise LaunchError(f"run_instances for {spec.bench_run_id} failed: {e}", cleaned=cleaned) from e
+
+    def find(self, bench_run_id: str | None = None) -> list[Instance]:
+        filters = [{"Name": f"tag:{TAG_BENCH}", "Values": ["true"]},
+                   {"Name": "instance-state-name", "Values": ALIVE}]
+        if bench_run_id:
+            filters.append({"Name": f"tag:{TAG_RUN}", "Values": [bench_run_id]})
+        out = []
+        for page in self.client.get_paginator("describe_instances").paginate(Filters=filters):
+            for res in page["Reservations"]:
+                for i in res["Instances"]:
+                    tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
+                    out.append(Instance("aws", self.target.region, i["InstanceId"], i["State"]["Name"],
+                                        tags.get(TAG_RUN), parse_iso(tags.get(TAG_EXPIRES)), tags))
+        return out
+
+    def terminate(self, instance_ids: list[str]) -> None:
+        if instance_ids:
+            self.client.terminate_instances(InstanceIds=list(instance_ids))

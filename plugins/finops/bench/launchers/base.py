@@ -1,0 +1,107 @@
+"""What every cloud launcher does, in one small protocol, plus the naming / tagging rules that
+let teardown and the reaper find benchmark instances without any state of ours.
+
+Every benchmark instance carries: finops:benchmark=true, finops:bench-run-id, finops:dag-id,
+finops:run-id and finops:expires-at (UTC, ISO 8601). Clouds with stricter label rules (GCP)
+get an encoded form (see gcp.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+TAG_BENCH = "finops:benchmark"
+TAG_RUN = "finops:bench-run-id"
+TAG_DAG = "finops:dag-id"
+TAG_DAG_RUN = "finops:run-id"
+TAG_EXPIRES = "finops:expires-at"
+NAME_PREFIX = "finops-bench-"
+
+
+class LaunchError(RuntimeError):
+    """Launching failed; `cleaned` says whether instances it may have created were terminated."""
+
+    def __init__(self, msg: str, cleaned: bool = True):
+        super().__init__(msg)
+        self.cleaned = cleaned
+
+
+class CapReached(LaunchError):
+    """Too many benchmark instances are alive already: refuse to launch another."""
+
+
+class TerminateError(RuntimeError):
+    """Instances are still alive after the terminate timeout."""
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    bench_run_id: str
+    dag_id: str
+    dag_run_id: str
+    region: str
+    instance_type: str
+    pricing_model: str
+    user_data: str
+    expires_at: datetime
+    ttl_minutes: int
+
+    def tags(self) -> dict[str, str]:
+        return {
+            TAG_BENCH: "true",
+            TAG_RUN: self.bench_run_id,
+            TAG_DAG: self.dag_id[:250],
+            TAG_DAG_RUN: self.dag_run_id[:250],
+            TAG_EXPIRES: iso(self.expires_at),
+            "Name": NAME_PREFIX + self.bench_run_id,
+        }
+
+
+@dataclass(frozen=True)
+class Instance:
+    provider: str
+    region: str
+    instance_id: str
+    state: str  # the cloud's own word: running, pending, terminated, active, booting ...
+    bench_run_id: str | None = None
+    expires_at: datetime | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
+
+
+class Launcher(Protocol):
+    provider: str
+
+    def launch(self, spec: LaunchSpec) -> list[str]:
+        """Create the instance(s); on any error after creation, terminate them before raising."""
+
+    def find(self, bench_run_id: str | None = None) -> list[Instance]:
+        """Live (not yet gone) benchmark instances, all of them or one run's."""
+
+    def terminate(self, instance_ids: list[str]) -> None:
+        """Ask the cloud to terminate; returns once the request was accepted."""
+
+
+def bench_run_id(dag_id: str, dag_run_id: str, target_key: str) -> str:
+    """Deterministic per (DAG run, target): a retried launch reuses it (ClientToken / requestId)."""
+    h = hashlib.sha256(f"{dag_id}|{dag_run_id}|{target_key}".encode()).hexdigest()
+    return h[:20]
+
+
+def iso(ts: datetime) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(v: str | None) -> datetime | None:
+    if not v:
+        return None
+    try:
+        dt = datetime.fromisoformat(v.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)

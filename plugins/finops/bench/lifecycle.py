@@ -1,0 +1,310 @@
+"""One benchmark's life: plan -> launch -> (deferrable wait) -> collect -> terminate, and the
+reaper. Every step audits to `policy_actions`, every failure lands in `gpu_benchmark_runs`
+and raises an alert; terminate finds instances by tag, so it needs nothing from earlier steps.
+
+Launchers, the warehouse and the upload-URL signer are passed in (built from Airflow
+connections by the DAG tasks), so this runs against moto / local HTTP servers in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from finops.alerts.events import AlertEvent, emit
+from finops.bench import audit, bootstrap, store
+from finops.bench.launchers.base import (
+    Instance,
+    Launcher,
+    LaunchError,
+    LaunchSpec,
+    TerminateError,
+    bench_run_id,
+    iso,
+)
+from finops.bench.settings import BenchSettings, Target
+from finops.warehouse.base import Warehouse
+
+log = logging.getLogger(__name__)
+DAG_ID = "finops_gpu_benchmark"
+
+Presign = Callable[[str, int], str]  # (results uri, expires_in_s) -> https URL the instance PUTs to
+
+
+class CollectError(RuntimeError):
+    """The results object is missing, unreadable, an error report, or not a valid document."""
+
+
+def plan(settings: BenchSettings, only: list[str] | None = None, max_instances: int | None = None) -> tuple[
+        list[dict[str, Any]], list[str]]:
+    """Targets to run (as dicts, for mapping) and the keys dropped by the cap. Unknown keys raise."""
+    targets = settings.targets
+    if only:
+        known = {t.key for t in targets}
+        unknown = sorted(set(only) - known)
+        if unknown:
+            raise ValueError(f"unknown benchmark targets {unknown}; configured: {sorted(known)}")
+        targets = [t for t in targets if t.key in only]
+    cap = settings.max_instances if max_instances is None else min(max_instances, settings.max_instances)
+    chosen, dropped = targets[:cap], [t.key for t in targets[cap:]]
+    if dropped:
+        log.warning("cap of %d instances per run: not launching %s", cap, dropped)
+    return [t.model_dump() | {"key": t.key} for t in chosen], dropped
+
+
+def results_uri(settings: BenchSettings, bid: str) -> str:
+    return f"s3://{settings.results_bucket}/{settings.results_prefix}/{bid}.json"
+
+
+def upload_snippet(uri: str, presign: Presign | None, expires_in_s: int) -> str:
+    """How the instance uploads $OUT: a pre-signed PUT (S3) or the cloud's own identity."""
+    if uri.startswith("s3://"):
+        if presign is None:
+            raise ValueError("an s3:// results URI needs a presign function")
+        return bootstrap.presigned_put_upload(presign(uri, expires_in_s))
+    if uri.startswith("gs://"):
+        return f'gcloud storage cp "$OUT" {uri}'
+    # Azure Blob with the VM's managed identity: token from IMDS, then a Put Blob.
+    return (
+        "TOKEN=$(curl -fsS -H Metadata:true 'http://169.254.169.254/metadata/identity/oauth2/token"
+        "?api-version=2018-02-01&resource=https://storage.azure.com/' | python3 -c "
+        "'import json,sys; print(json.load(sys.stdin)[\"access_token\"])') && "
+        "curl -fsS --retry 5 -X PUT -H \"Authorization: Bearer $TOKEN\" -H 'x-ms-version: 2021-08-06' "
+        f"-H 'x-ms-blob-type: BlockBlob' --upload-file \"$OUT\" '{uri}'"
+    )
+
+
+@dataclass
+class Launched:
+    """What launch hands to wait / collect / terminate (XCom-safe via as_dict)."""
+
+    bench_run_id: str
+    target: dict[str, Any]
+    results_uri: str
+    expires_at: str
+    dry_run: bool
+    instance_ids: list[str] = field(default_factory=list)
+    launched_at: str = ""
+    user_data_bytes: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def prepare(settings: BenchSettings, target: dict[str, Any], dag_run_id: str, *, dag_id: str = DAG_ID,
+            now: datetime | None = None, results_base: str | None = None) -> dict[str, Any]:
+    """Pure: the bench run id, expiry and results URI of one target in one DAG run."""
+    now = now or datetime.now(UTC)
+    bid = bench_run_id(dag_id, dag_run_id, target["key"])
+    uri = f"{results_base.rstrip('/')}/{bid}.json" if results_base else results_uri(settings, bid)
+    expires = now + timedelta(minutes=settings.ttl_minutes)
+    return {"bench_run_id": bid, "dag_id": dag_id, "dag_run_id": dag_run_id, "target": target,
+            "results_uri": uri, "expires_at": iso(expires), "prepared_at": iso(now)}
+
+
+def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher | None, *, dry_run: bool,
+           wh: Warehouse | None, presign: Presign | None) -> dict[str, Any]:
+    """Render the bootstrap, launch (unless dry-run), audit. On failure: audited, recorded, alerted, raised
+    (the launcher already terminated anything it created; teardown double-checks by tag)."""
+    t = prepared["target"]
+    bid = prepared["bench_run_id"]
+    expires = datetime.fromisoformat(prepared["expires_at"].replace("Z", "+00:00"))
+    ttl_s = settings.ttl_minutes * 60
+    context = {"bench_run_id": bid, "provider": t["provider"], "region": t["region"],
+               "instance_type": t["instance_type"], "pricing_model": t["pricing_model"]}
+    args = ["--quick"] if settings.quick else []
+    user_data = bootstrap.render(
+        upload=upload_snippet(prepared["results_uri"], presign, ttl_s + 600) if not dry_run
+        else "echo dry-run: no upload",
+        ttl_minutes=settings.ttl_minutes, bench_args=[*args, *settings.bench_args], context=context,
+    )
+    out = Launched(bid, t, prepared["results_uri"], prepared["expires_at"], dry_run,
+                   launched_at=iso(datetime.now(UTC)), user_data_bytes=len(user_data.encode()))
+    evidence = {"target": t["key"], "expires_at": prepared["expires_at"], "user_data_bytes": out.user_data_bytes,
+                "results_uri": prepared["results_uri"]}
+    if dry_run:
+        audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"],
+                     resource_id=bid, action="launch", result="dry_run", dry_run=True,
+                     reason=f"would launch {t['instance_type']} ({t['pricing_model']})", evidence=evidence)
+        if wh is not None:
+            store.record_run(wh, bench_run_id=bid, dag_run_id=prepared["dag_run_id"], target=t, status="dry_run")
+        return out.as_dict()
+    if launcher is None:
+        raise ValueError("launch without dry-run needs a launcher")
+    spec = LaunchSpec(bid, prepared["dag_id"], prepared["dag_run_id"], t["region"], t["instance_type"],
+                      t["pricing_model"], user_data, expires, settings.ttl_minutes)
+    try:
+        out.instance_ids = launcher.launch(spec)
+    except Exception as e:
+        cleaned = getattr(e, "cleaned", False)
+        report_failure(wh, prepared, "failed", f"launch: {e}", kind="launch",
+                       audit_action="launch", evidence=evidence | {"cleaned": cleaned})
+        raise
+    audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"], resource_id=bid,
+                 action="launch", result="ok", dry_run=False, reason=f"launched {out.instance_ids}",
+                 evidence=evidence | {"instance_ids": out.instance_ids})
+    return out.as_dict()
+
+
+def report_failure(wh: Warehouse | None, prepared: dict[str, Any], status: str, error: str, *, kind: str,
+                   audit_action: str | None = None, evidence: dict[str, Any] | None = None) -> None:
+    """Record a failed step: gpu_benchmark_runs row, audit row (for cloud actions) and an alert."""
+    t = prepared["target"]
+    bid = prepared["bench_run_id"]
+    log.error("benchmark %s (%s) %s: %s", bid, t["key"], status, error)
+    if audit_action:
+        audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"], region=t["region"],
+                     resource_id=bid, action=audit_action, result="failed", dry_run=False, reason=error[:1000],
+                     evidence=evidence)
+    if wh is not None:
+        store.record_run(wh, bench_run_id=bid, dag_run_id=prepared.get("dag_run_id"), target=t, status=status,
+                         errors=[error], instance_ids=prepared.get("instance_ids"),
+                         results_uri=prepared.get("results_uri"))
+    emit(AlertEvent(kind=f"benchmark_{kind}_failed", title=f"GPU benchmark {t['key']}: {kind} {status}",
+                    severity="warning", summary=error[:2000],
+                    facts={"bench_run_id": bid, "target": t["key"]}, dedup_key=f"bench:{bid}:{kind}"))
+
+
+def collect(launched: dict[str, Any], read: Callable[[str], str], wh: Warehouse) -> int:
+    """Read the results object, validate and store it. Returns metric rows stored."""
+    uri = launched["results_uri"]
+    try:
+        text = read(uri)
+        doc = json.loads(text)
+        if isinstance(doc, dict) and "error" in doc and "results" not in doc:
+            raise CollectError(f"instance reported: {doc['error']}")
+        n = store.store_result(
+            wh, bench_run_id=launched["bench_run_id"], dag_run_id=launched.get("dag_run_id"),
+            target=launched["target"], doc=doc, instance_ids=launched.get("instance_ids"), results_uri=uri,
+            launched_at=datetime.fromisoformat(launched["launched_at"].replace("Z", "+00:00"))
+            if launched.get("launched_at") else None)
+    except Exception as e:
+        report_failure(wh, launched, "failed", f"collect {uri}: {type(e).__name__}: {e}", kind="collect")
+        raise CollectError(f"collect {uri}: {e}") from e
+    return n
+
+
+@dataclass
+class TerminateReport:
+    bench_run_id: str
+    terminated: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    polls: int = 0
+    dry_run: bool = False
+    would_terminate: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh: Warehouse | None,
+              timeout_s: float = 600.0, poll_s: float = 5.0, sleep: Callable[[float], None] = time.sleep
+              ) -> TerminateReport:
+    """Find the run's instances by tag, terminate them and poll until they are gone. A failing
+    terminate call is retried (exponential backoff) until `timeout_s`; then TerminateError."""
+    t = prepared["target"]
+    bid = prepared["bench_run_id"]
+    rep = TerminateReport(bid, dry_run=dry_run)
+    deadline = time.monotonic() + timeout_s
+    backoff = poll_s
+    asked: set[str] = set()
+    while True:
+        rep.polls += 1
+        try:
+            alive = launcher.find(bid)
+        except Exception as e:  # noqa: BLE001 - listing is retried like terminating
+            rep.errors.append(f"find: {type(e).__name__}: {e}")
+            alive = None
+        if alive is not None and not alive:
+            break
+        if alive and dry_run:
+            rep.would_terminate = [i.instance_id for i in alive]
+            for i in alive:
+                audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"], region=t["region"],
+                             resource_id=i.instance_id, action="terminate", result="dry_run", dry_run=True,
+                             reason=f"would terminate bench run {bid}")
+            return rep
+        todo = [i.instance_id for i in alive or [] if i.state not in ("shutting-down", "terminating")]
+        if todo:
+            try:
+                launcher.terminate(todo)
+                for iid in todo:
+                    if iid not in asked:
+                        asked.add(iid)
+                        rep.terminated.append(iid)
+                        audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"],
+                                     region=t["region"], resource_id=iid, action="terminate", result="ok",
+                                     dry_run=False, reason=f"teardown of bench run {bid}")
+                backoff = poll_s
+            except Exception as e:  # noqa: BLE001 - retried with backoff until the deadline
+                rep.errors.append(f"terminate {todo}: {type(e).__name__}: {e}")
+                log.warning("terminate %s failed (%s); retrying in %.1fs", todo, e, backoff)
+                backoff = min(backoff * 2, 60.0)
+        if time.monotonic() >= deadline:
+            left = [i.instance_id for i in alive or []]
+            msg = f"instances {left} of bench run {bid} still alive after {timeout_s:.0f}s: {rep.errors[-3:]}"
+            for iid in left or [bid]:
+                audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"], region=t["region"],
+                             resource_id=iid, action="terminate", result="failed", dry_run=False, reason=msg[:1000])
+            emit(AlertEvent(kind="benchmark_instance_left_running", severity="critical",
+                            title=f"GPU benchmark {t['key']}: instance still running after teardown",
+                            summary=msg, facts={"bench_run_id": bid, "instances": left},
+                            dedup_key=f"bench:{bid}:terminate"))
+            raise TerminateError(msg)
+        sleep(backoff)
+    if rep.errors:
+        log.warning("bench run %s terminated after %d error(s): %s", bid, len(rep.errors), rep.errors)
+    return rep
+
+
+def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_id: str,
+         now: datetime | None = None, cap: int = 50) -> dict[str, Any]:
+    """Terminate every tagged benchmark instance past its expiry, on every cloud given.
+    Instances without an expiry tag are left alone (not ours to judge) and reported."""
+    now = now or datetime.now(UTC)
+    report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
+                              "capped": []}
+    for ln in launchers:
+        try:
+            found: list[Instance] = ln.find()
+        except Exception as e:  # noqa: BLE001 - one cloud failing must not spare the others
+            report["errors"].append(f"{ln.provider}: list: {e}")
+            continue
+        expired = [i for i in found if i.expired(now)]
+        report["kept"] += len(found) - len(expired)
+        for i in expired:
+            key = f"{i.provider}:{i.region}:{i.instance_id}"
+            report["expired"].append(key)
+            if len(report["terminated"]) >= cap:
+                report["capped"].append(key)
+                continue
+            reason = f"bench run {i.bench_run_id} expired at {iso(i.expires_at)}" if i.expires_at else "expired"
+            if dry_run:
+                audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
+                             action="reap", result="dry_run", dry_run=True, reason=reason, kind="benchmark_reaper")
+                continue
+            try:
+                ln.terminate([i.instance_id])
+                report["terminated"].append(key)
+                audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
+                             action="reap", result="ok", dry_run=False, reason=reason, kind="benchmark_reaper")
+            except Exception as e:  # noqa: BLE001 - reported below, next hour retries
+                report["errors"].append(f"{key}: {e}")
+                audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
+                             action="reap", result="failed", dry_run=False, reason=str(e)[:1000],
+                             kind="benchmark_reaper")
+    if report["errors"] or report["capped"]:
+        emit(AlertEvent(kind="benchmark_reaper_incomplete", severity="critical",
+                        title="GPU benchmark reaper could not terminate every expired instance",
+                        summary="; ".join(report["errors"])[:2000],
+                        facts={"errors": len(report["errors"]), "capped": len(report["capped"])},
+                        dedup_key="bench:reaper"))
+    return report
+
+
+__all__ = ["CollectError", "LaunchError", "Target", "collect", "launch", "plan", "prepare", "reap", "terminate"]

@@ -1,0 +1,97 @@
+"""Deferrable wait for a benchmark's results object (runs in the triggerer, not a worker slot).
+
+One trigger for every results store: `s3://` is polled asynchronously through the Amazon
+provider's async hook (aiobotocore); `gs://` and Azure Blob (`https://<acct>.blob...`) through
+their providers' sync hooks in a thread. Fires {"status": "found"} or {"status": "timeout"}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+
+def split_uri(uri: str) -> tuple[str, str, str]:
+    """-> (scheme, bucket or container, key). Blob URLs: https://acct.blob.core.windows.net/container/key."""
+    p = urlsplit(uri)
+    if p.scheme in ("s3", "gs"):
+        return p.scheme, p.netloc, p.path.lstrip("/")
+    if p.scheme in ("https", "http") and ".blob." in p.netloc:
+        container, _, key = p.path.lstrip("/").partition("/")
+        return "wasb", container, key
+    raise ValueError(f"unsupported results URI scheme: {uri!r}")
+
+
+def _exists_sync(uri: str, conn_id: str) -> bool:
+    scheme, bucket, key = split_uri(uri)
+    if scheme == "s3":
+        from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+        return S3Hook(aws_conn_id=conn_id).check_for_key(key, bucket)
+    if scheme == "gs":
+        from airflow.providers.google.cloud.hooks.gcs import GCSHook
+
+        return GCSHook(gcp_conn_id=conn_id).exists(bucket, key)
+    from airflow.providers.microsoft.azure.hooks.wasb import WasbHook
+
+    return WasbHook(wasb_conn_id=conn_id).check_for_blob(bucket, key)
+
+
+async def _exists_s3_async(uri: str, conn_id: str) -> bool:
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    _, bucket, key = split_uri(uri)
+    hook = S3Hook(aws_conn_id=conn_id)
+    async with await hook.get_async_conn() as client:
+        head = await hook.get_head_object_async(client, key, bucket)
+        return head is not None
+
+
+class BenchResultsTrigger(BaseTrigger):
+    """Poll `uri` every `poll_s` until it exists or `timeout_s` has passed since `started_at`."""
+
+    def __init__(self, uri: str, conn_id: str, timeout_s: float, poll_s: float = 30.0,
+                 started_at: float | None = None):
+        super().__init__()
+        self.uri = uri
+        self.conn_id = conn_id
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+        # wall-clock start survives a triggerer restart (the trigger is re-created from kwargs)
+        self.started_at = started_at if started_at is not None else time.time()
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return ("finops.bench.triggers.BenchResultsTrigger", {
+            "uri": self.uri, "conn_id": self.conn_id, "timeout_s": self.timeout_s, "poll_s": self.poll_s,
+            "started_at": self.started_at,
+        })
+
+    async def exists(self) -> bool:
+        if self.uri.startswith("s3://"):
+            return await _exists_s3_async(self.uri, self.conn_id)
+        return await asyncio.to_thread(_exists_sync, self.uri, self.conn_id)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        polls = 0
+        while True:
+            polls += 1
+            try:
+                found = await self.exists()
+                error = None
+            except Exception as e:  # noqa: BLE001 - a flaky poll is retried until the timeout
+                found, error = False, f"{type(e).__name__}: {e}"
+                self.log.warning("polling %s failed: %s", self.uri, error)
+            if found:
+                yield TriggerEvent({"status": "found", "uri": self.uri, "polls": polls})
+                return
+            waited = time.time() - self.started_at
+            if waited >= self.timeout_s:
+                yield TriggerEvent({"status": "timeout", "uri": self.uri, "polls": polls, "waited_s": waited,
+                                    "last_error": error})
+                return
+            await asyncio.sleep(min(self.poll_s, max(self.timeout_s - waited, 0.0)))
