@@ -1,0 +1,188 @@
+"""GCP Compute Engine prices from the Cloud Billing Catalog API.
+
+`GET /v1/services/6F81-5844-456A/skus` lists SKUs (paged by `nextPageToken`); a GPU machine
+is billed as vCPUs x core SKU + GiB x RAM SKU + GPUs x GPU SKU of its series in its region,
+with usageType OnDemand or Preemptible (spot). Prices are `units` + `nanos` / 1e9.
+Machine shapes come from the static table in gpu_models (the catalog has no machine types).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from finops.prices.gpu_models import KNOWN_INSTANCES, normalise_gpu
+from finops.prices.http import HttpClient, PriceSourceError
+from finops.prices.records import MAX_PRICE_PER_HOUR, PriceRecord, utcnow
+
+log = logging.getLogger(__name__)
+
+SOURCE = "gcp:cloudbilling.skus"
+COMPUTE_SERVICE = "6F81-5844-456A"
+USAGE = {"OnDemand": "ondemand", "Preemptible": "spot"}
+_REGION = re.compile(r"^[a-z]+-[a-z]+\d{1,2}$")
+_WHERE = r"running in [A-Za-z .,/-]{1,60}"
+_CORE_RAM = re.compile(
+    rf"^(?:Spot Preemptible )?(?P<series>[A-Z]\d{{1,2}}[A-Z]?) (?:Predefined )?Instance (?P<part>Core|Ram) {_WHERE}$"
+)
+_GPU = re.compile(rf"^(?:Spot Preemptible )?(?:Nvidia )?(?P<gpu>[A-Za-z0-9 ]{{1,40}}?) GPU(?: attached to Spot Preemptible VMs)? {_WHERE}$")
+_UNITS = {"core": "h", "ram": "GiBy.h", "gpu": "h"}
+
+
+@dataclass(frozen=True)
+class Component:
+    """A per-unit hourly price: (series core | series ram | gpu model) in some regions."""
+
+    kind: str  # core | ram | gpu
+    name: str  # series (A2, G2, ...) for core / ram; canonical GPU model for gpu
+    pricing_model: str
+    regions: tuple[str, ...]
+    price: Decimal
+    currency: str
+    sku_id: str
+
+
+def unit_price(rate: dict[str, Any]) -> Decimal | None:
+    """`{units: "1", nanos: 234000000}` -> Decimal('1.234'). Bad shapes -> None."""
+    money = rate.get("unitPrice") if isinstance(rate, dict) else None
+    if not isinstance(money, dict):
+        return None
+    try:
+        units = int(money.get("units") or 0)
+        nanos = int(money.get("nanos") or 0)
+    except (TypeError, ValueError):
+        return None
+    if units < 0 or nanos < 0 or nanos >= 1_000_000_000 or units >= MAX_PRICE_PER_HOUR:
+        return None
+    return Decimal(units) + Decimal(nanos) / Decimal(1_000_000_000)
+
+
+def parse_sku(sku: dict[str, Any]) -> Component | None:
+    """One catalog SKU -> a priced component, or None for anything else (commitments, licences, ...)."""
+    cat = sku.get("category") if isinstance(sku, dict) else None
+    if not isinstance(cat, dict) or cat.get("resourceFamily") != "Compute":
+        return None
+    model = USAGE.get(str(cat.get("usageType")))
+    desc = sku.get("description")
+    if model is None or not isinstance(desc, str) or len(desc) > 200:
+        return None
+    if m := _CORE_RAM.match(desc):
+        kind, name = m.group("part").lower(), m.group("series")
+    elif m := _GPU.match(desc):
+        gpu = normalise_gpu(m.group("gpu"))
+        if gpu is None:
+            return None
+        kind, name = "gpu", gpu
+    else:
+        return None
+    infos = sku.get("pricingInfo") or []
+    if not isinstance(infos, list) or not infos:
+        return None
+    info = max((i for i in infos if isinstance(i, dict)), key=lambda i: str(i.get("effectiveTime", "")), default=None)
+    expr = (info or {}).get("pricingExpression") or {}
+    if expr.get("usageUnit") != _UNITS[kind]:
+        return None
+    rates = [r for r in expr.get("tieredRates") or [] if isinstance(r, dict)]
+    first = [r for r in rates if float(r.get("startUsageAmount") or 0) == 0]
+    price = unit_price(first[-1]) if first else None
+    if price is None or price == 0:
+        return None
+    regions = tuple(r for r in sku.get("serviceRegions") or [] if isinstance(r, str) and _REGION.match(r))
+    currency = str(first[-1]["unitPrice"].get("currencyCode") or "USD")
+    return Component(kind, name, model, regions, price, currency, str(sku.get("skuId") or "")[:40])
+
+
+def iter_skus(
+    client: HttpClient, base_url: str, service_id: str = COMPUTE_SERVICE, currency: str = "USD", max_pages: int = 500
+) -> Iterator[dict[str, Any]]:
+    url = f"{base_url.rstrip('/')}/v1/services/{service_id}/skus"
+    token: str | None = None
+    seen: set[str] = set()
+    for _ in range(max_pages):
+        params = {"currencyCode": currency, "pageSize": "5000"}
+        if token:
+            params["pageToken"] = token
+        doc = client.get_json(url, params)
+        if not isinstance(doc, dict):
+            raise PriceSourceError("GCP Billing Catalog: response is not a JSON object")
+        yield from (s for s in doc.get("skus") or [] if isinstance(s, dict))
+        token = doc.get("nextPageToken") or None
+        if not token or not isinstance(token, str):
+            return
+        if token in seen:
+            log.warning("GCP Billing Catalog: nextPageToken repeats; stopping")
+            return
+        seen.add(token)
+    raise PriceSourceError(f"GCP Billing Catalog: more than {max_pages} pages")
+
+
+def _pick(components: list[Component], kind: str, name: str, model: str, region: str) -> Component | None:
+    """The most specific SKU (fewest regions) for this part in this region."""
+    cands = [c for c in components if c.kind == kind and c.name == name and c.pricing_model == model and region in c.regions]
+    return min(cands, key=lambda c: (len(c.regions), c.price)) if cands else None
+
+
+def compose(components: list[Component], regions: Iterable[str], series: Iterable[str]) -> list[PriceRecord]:
+    """Instance prices as GCP bills them: vCPUs x core + GiB x RAM + GPUs x GPU."""
+    now = utcnow()
+    wanted = {s.lower() for s in series}
+    out: list[PriceRecord] = []
+    for (provider, mtype), spec in sorted(KNOWN_INSTANCES.items()):
+        fam = mtype.split("-", 1)[0]
+        if provider != "gcp" or fam not in wanted or not (spec.vcpus and spec.memory_gib and spec.gpu_count):
+            continue
+        for region in regions:
+            for model in ("ondemand", "spot"):
+                core = _pick(components, "core", fam.upper(), model, region)
+                ram = _pick(components, "ram", fam.upper(), model, region)
+                gpu = _pick(components, "gpu", spec.gpu_model or "", model, region)
+                if not (core and ram and gpu):
+                    continue
+                price = (
+                    core.price * spec.vcpus
+                    + ram.price * Decimal(str(spec.memory_gib))
+                    + gpu.price * spec.gpu_count
+                )
+                out.append(
+                    PriceRecord(
+                        provider="gcp",
+                        pricing_model=model,  # type: ignore[arg-type]
+                        region=region,
+                        instance_type=mtype,
+                        price_per_hour=price,
+                        observed_at=now,
+                        source=SOURCE,
+                        currency=core.currency,
+                        product=f"{fam.upper()} {spec.vcpus} vCPU + {spec.memory_gib} GiB + {spec.gpu_count}x {spec.gpu_model}",
+                        sku=",".join((core.sku_id, ram.sku_id, gpu.sku_id)),
+                        details=json.dumps(
+                            {"core": str(core.price), "ram_gib": str(ram.price), "gpu": str(gpu.price)}
+                        ),
+                    )
+                )
+    return out
+
+
+def check_region(region: str) -> str:
+    if not isinstance(region, str) or not _REGION.match(region):
+        raise ValueError(f"not a GCP region name: {region!r}")
+    return region
+
+
+def fetch(
+    client: HttpClient,
+    base_url: str,
+    regions: Iterable[str],
+    series: Iterable[str],
+    service_id: str = COMPUTE_SERVICE,
+    currency: str = "USD",
+    max_pages: int = 500,
+) -> list[PriceRecord]:
+    regions = [check_region(r) for r in regions]
+    comps = [c for c in (parse_sku(s) for s in iter_skus(client, base_url, service_id, currency, max_pages)) if c]
+    return compose(comps, regions, series)

@@ -1,0 +1,202 @@
+"""One price job = fetch one provider (and region) and store it. The DAG maps these; tests and
+the CLI call them directly with their own clients / warehouse.
+
+The warehouse is opened only around reads and writes, never across network calls: the
+embedded DuckDB admits one writer, and mapped tasks run side by side.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from finops.prices import aws, azure, gcp, lambda_cloud, store
+from finops.prices.conn import gcp_headers, resolve
+from finops.prices.gpu_models import gpu_from_instance_name, known_instance
+from finops.prices.http import HttpClient
+from finops.prices.records import PROVIDERS, CatalogEntry, PriceRecord, utcnow
+from finops.prices.settings import PricesSettings
+
+if TYPE_CHECKING:
+    from finops.warehouse.base import Warehouse
+
+log = logging.getLogger(__name__)
+
+WhFactory = Callable[[], AbstractContextManager["Warehouse"]]
+SPOT_STREAM = "spot_history"
+
+
+@contextmanager
+def default_wh() -> Iterator[Warehouse]:
+    from finops.warehouse import connect
+
+    wh = connect()
+    try:
+        yield wh
+    finally:
+        wh.close()
+
+
+def plan_jobs(
+    settings: PricesSettings,
+    provider: str = "all",
+    regions: list[str] | None = None,
+    families: list[str] | None = None,
+    lookback_days: int | None = None,
+) -> list[dict[str, Any]]:
+    """The jobs for a run: one per AWS / Azure region, one for GCP (its catalog is global), one for
+    Lambda. `regions` / `families` override the configured ones (manual backfills). Names are
+    validated here so a typo fails the planning task, not a mapped fetch."""
+    if provider != "all" and provider not in PROVIDERS:
+        raise ValueError(f"provider must be one of all, {', '.join(PROVIDERS)}; got {provider!r}")
+    want = PROVIDERS if provider == "all" else (provider,)
+    jobs: list[dict[str, Any]] = []
+    if "aws" in want and settings.aws.enabled:
+        fams = families or settings.aws.instance_families
+        for f in fams:
+            aws.type_pattern(f)
+        for r in regions or settings.aws.regions:
+            jobs.append({"provider": "aws", "region": aws.check_region(r), "families": fams, "lookback_days": lookback_days})
+    if "azure" in want and settings.azure.enabled:
+        for r in regions or settings.azure.regions:
+            azure.region_filter(r)
+            jobs.append({"provider": "azure", "region": r, "families": families or settings.azure.instance_families})
+    if "gcp" in want and settings.gcp.enabled:
+        regs = [gcp.check_region(r) for r in regions or settings.gcp.regions]
+        jobs.append({"provider": "gcp", "region": ",".join(regs), "regions": regs,
+                     "families": families or settings.gcp.instance_families})
+    if "lambda" in want and settings.lambda_cloud.enabled:
+        jobs.append({"provider": "lambda", "region": "global"})
+    return jobs
+
+
+def _static_catalog(provider: str, types: set[str]) -> list[CatalogEntry]:
+    out = []
+    for t in sorted(types):
+        spec = known_instance(provider, t)
+        if spec:
+            out.append(CatalogEntry(provider, t, spec.gpu_model, spec.gpu_count, spec.gpu_memory_gib, spec.vcpus,
+                                    spec.memory_gib, spec.interconnect, source="static"))
+        elif model := gpu_from_instance_name(provider, t):
+            out.append(CatalogEntry(provider, t, model, None, None, None, None, None, source="name"))
+    return out
+
+
+def _store_snapshot(
+    wh: Warehouse, provider: str, regions: list[str], source: str, prices: list[PriceRecord],
+    catalog: list[CatalogEntry], run_id: str | None,
+) -> dict[str, int]:
+    inserted = store.append_prices(wh, prices, mode="changes")
+    n_cat = store.upsert_catalog(wh, catalog)
+    store.log_fetch(wh, provider, regions, source, len(prices), sum(inserted.values()), run_id)
+    return {**inserted, "seen": len(prices), "instance_catalog": n_cat}
+
+
+def run_aws(
+    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
+    ec2: Any = None, pricing: Any = None, run_id: str | None = None,
+) -> dict[str, Any]:
+    cfg = settings.aws
+    region, families = job["region"], list(job["families"])
+    if ec2 is None or pricing is None:
+        ec2, pricing = aws.clients(cfg.conn_id, region, cfg.pricing_region)
+    now = utcnow()
+    lookback = job.get("lookback_days")
+    with wh_factory() as wh:
+        marks = {f: store.get_watermark(wh, "aws", region, SPOT_STREAM, f) for f in families}
+    spot: list[PriceRecord] = []
+    newest: dict[str, Any] = {}
+    for fam in families:
+        start = marks[fam] if (marks[fam] is not None and not lookback) else now - timedelta(days=lookback or cfg.lookback_days)
+        hist = aws.fetch_spot_history(ec2, region, fam, start)
+        spot += hist.records
+        newest[fam] = hist.max_timestamp
+    catalog = aws.fetch_instance_types(ec2, families)
+    ondemand = aws.fetch_ondemand(pricing, region, {c.instance_type for c in catalog} | {r.instance_type for r in spot})
+    scores = []
+    if cfg.placement_scores:
+        for itype in cfg.placement_instance_types:
+            if any(itype.startswith(f + ".") or itype == f for f in families):
+                scores += aws.fetch_placement_scores(ec2, [region], itype, cfg.placement_target_capacity)
+    with wh_factory() as wh:
+        n_spot = store.append_prices(wh, spot, mode="points")
+        n_od = store.append_prices(wh, ondemand, mode="changes")
+        n_cat = store.upsert_catalog(wh, catalog)
+        n_scores = store.append_placement_scores(wh, scores)
+        for fam, ts in newest.items():
+            if ts is not None:
+                store.set_watermark(wh, "aws", region, SPOT_STREAM, fam, ts)
+        inserted = n_spot["spot_prices"] + n_od["ondemand_prices"]
+        store.log_fetch(wh, "aws", [region], "aws", len(spot) + len(ondemand), inserted, run_id)
+    return {
+        "provider": "aws", "region": region, "spot_seen": len(spot), "spot_prices": n_spot["spot_prices"],
+        "ondemand_prices": n_od["ondemand_prices"], "instance_catalog": n_cat, "placement_scores": n_scores,
+    }
+
+
+def _client(settings: PricesSettings, **kw: Any) -> HttpClient:
+    return HttpClient(settings.http, **kw)
+
+
+def run_azure(
+    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
+    client: HttpClient | None = None, run_id: str | None = None,
+) -> dict[str, Any]:
+    cfg = settings.azure
+    ep = resolve(cfg.conn_id, cfg.base_url)
+    prices = azure.fetch_region(client or _client(settings), ep.base_url, job["region"], job["families"],
+                                cfg.api_version, cfg.currency, settings.http.max_pages)
+    catalog = _static_catalog("azure", {p.instance_type for p in prices})
+    with wh_factory() as wh:
+        out = _store_snapshot(wh, "azure", [job["region"]], azure.SOURCE, prices, catalog, run_id)
+    return {"provider": "azure", "region": job["region"], **out}
+
+
+def run_gcp(
+    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
+    client: HttpClient | None = None, run_id: str | None = None,
+) -> dict[str, Any]:
+    cfg = settings.gcp
+    ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
+    client = client or _client(settings, headers=gcp_headers(cfg.conn_id, ep.api_key))
+    prices = gcp.fetch(client, ep.base_url, job["regions"], job["families"], cfg.service_id, cfg.currency,
+                       settings.http.max_pages)
+    catalog = _static_catalog("gcp", {p.instance_type for p in prices})
+    with wh_factory() as wh:
+        out = _store_snapshot(wh, "gcp", job["regions"], gcp.SOURCE, prices, catalog, run_id)
+    return {"provider": "gcp", "region": job["region"], **out}
+
+
+def run_lambda(
+    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
+    client: HttpClient | None = None, run_id: str | None = None,
+) -> dict[str, Any]:
+    cfg = settings.lambda_cloud
+    ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
+    if client is None:
+        if not ep.api_key:
+            raise ValueError(f"connection {cfg.conn_id!r} has no password: put the Lambda Cloud API key there")
+        if cfg.auth == "basic":
+            client = _client(settings, auth=(ep.api_key, ""))
+        else:
+            client = _client(settings, headers={"Authorization": f"Bearer {ep.api_key}"})
+    prices, catalog = lambda_cloud.fetch(client, ep.base_url)
+    with wh_factory() as wh:
+        out = _store_snapshot(wh, "lambda", ["global"], lambda_cloud.SOURCE, prices, catalog, run_id)
+    return {"provider": "lambda", "region": "global", **out}
+
+
+RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
+    "aws": run_aws, "azure": run_azure, "gcp": run_gcp, "lambda": run_lambda,
+}
+
+
+def run_job(
+    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh, run_id: str | None = None
+) -> dict[str, Any]:
+    result = RUNNERS[job["provider"]](job, settings, wh_factory, run_id=run_id)
+    log.info("prices %s %s: %s", job["provider"], job.get("region"), result)
+    return result

@@ -1,0 +1,165 @@
+"""The questions users ask of the price history, each one documented function call.
+
+    spot_price_history(wh, "aws", "p5.48xlarge", region="us-east-1", days=30)
+    cheapest_offers(wh, "H100", gpu_count=8)                 # across clouds, spot and on-demand
+    spot_discount_by_region(wh, provider="azure")
+
+Every value is a bound parameter; prices come back as Decimal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from finops.prices.gpu_models import normalise_gpu
+from finops.prices.records import utcnow
+
+if TYPE_CHECKING:
+    from finops.warehouse.base import Warehouse
+
+
+@dataclass(frozen=True)
+class PricePoint:
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    price_per_hour: Decimal
+    currency: str
+    observed_at: datetime
+
+
+def spot_price_history(
+    wh: Warehouse, provider: str, instance_type: str, region: str | None = None, days: int = 30
+) -> list[PricePoint]:
+    """Spot price points of one instance type over the last `days`, oldest first, per zone.
+
+    The point in effect when the window opens is included too (with its own, older timestamp),
+    so the series answers "what did it cost on day 1 of the window"."""
+    since = utcnow() - timedelta(days=days)
+    region_sql = " AND region = ?" if region else ""
+    base = [provider, instance_type] + ([region] if region else [])
+    rows = wh.query(
+        f"""SELECT provider, region, zone, instance_type, price_per_hour, currency, observed_at FROM spot_prices
+            WHERE provider = ? AND instance_type = ?{region_sql} AND observed_at >= ?
+            UNION ALL
+            SELECT provider, region, zone, instance_type, price_per_hour, currency, observed_at FROM (
+                SELECT provider, region, zone, instance_type, price_per_hour, currency, observed_at,
+                       ROW_NUMBER() OVER (PARTITION BY region, zone ORDER BY observed_at DESC) AS rn
+                FROM spot_prices WHERE provider = ? AND instance_type = ?{region_sql} AND observed_at < ?
+            ) b WHERE rn = 1
+            ORDER BY observed_at, region, zone""",
+        [*base, since, *base, since],
+    )
+    return [PricePoint(r[0], r[1], r[2], r[3], Decimal(str(r[4])), r[5], r[6]) for r in rows]
+
+
+@dataclass(frozen=True)
+class Offer:
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    pricing_model: str
+    price_per_hour: Decimal
+    currency: str
+    observed_at: datetime
+    gpu_model: str
+    gpu_count: int
+    gpu_memory_gib: float | None
+    vcpus: int | None
+    memory_gib: float | None
+    interconnect: str | None
+
+    @property
+    def price_per_gpu_hour(self) -> Decimal:
+        return self.price_per_hour / self.gpu_count
+
+
+def cheapest_offers(
+    wh: Warehouse,
+    gpu_model: str,
+    gpu_count: int = 1,
+    pricing: Sequence[str] = ("spot", "ondemand"),
+    currency: str = "USD",
+    limit: int = 20,
+    max_age_days: int | None = 7,
+) -> list[Offer]:
+    """Current offers of exactly `gpu_count` x `gpu_model` across clouds, cheapest first.
+
+    `gpu_model` takes any spelling ("H100", "nvidia-h100-80gb", "A100 80GB"). Regions whose
+    source has not been fetched successfully within `max_age_days` (price_fetch_log) are left
+    out: series store changes only, so an old observed_at alone does not mean stale. None keeps all."""
+    model = normalise_gpu(gpu_model) or gpu_model
+    pricing = [p for p in pricing if p in ("spot", "ondemand")]
+    if not pricing:
+        return []
+    marks = ", ".join("?" for _ in pricing)
+    params: list[object] = [model, gpu_count, *pricing, currency]
+    age_sql = ""
+    if max_age_days is not None:
+        age_sql = (
+            " AND EXISTS (SELECT 1 FROM price_fetch_log f WHERE f.provider = lp.provider"
+            " AND f.region = lp.region AND f.fetched_at >= ?)"
+        )
+        params.append(utcnow() - timedelta(days=max_age_days))
+    params.append(limit)
+    rows = wh.query(
+        f"""SELECT lp.provider, lp.region, lp.zone, lp.instance_type, lp.pricing_model, lp.price_per_hour,
+                   lp.currency, lp.observed_at, c.gpu_model, c.gpu_count, c.gpu_memory_gib, c.vcpus,
+                   c.memory_gib, c.interconnect
+            FROM latest_prices lp
+            JOIN instance_catalog c ON c.provider = lp.provider AND c.instance_type = lp.instance_type
+            WHERE c.gpu_model = ? AND c.gpu_count = ? AND lp.pricing_model IN ({marks}) AND lp.currency = ?{age_sql}
+            ORDER BY lp.price_per_hour, lp.provider, lp.region, lp.instance_type, lp.pricing_model
+            LIMIT ?""",
+        params,
+    )
+    return [
+        Offer(r[0], r[1], r[2], r[3], r[4], Decimal(str(r[5])), r[6], r[7], r[8], int(r[9]), r[10], r[11], r[12], r[13])
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class SpotDiscount:
+    provider: str
+    region: str
+    instance_type: str
+    spot_price: Decimal
+    ondemand_price: Decimal
+    currency: str
+
+    @property
+    def discount(self) -> Decimal:
+        """1 - spot / on-demand (0.7 = spot is 70% cheaper)."""
+        return Decimal(1) - self.spot_price / self.ondemand_price
+
+
+def spot_discount_by_region(
+    wh: Warehouse, provider: str | None = None, instance_type: str | None = None
+) -> list[SpotDiscount]:
+    """Latest spot (cheapest zone) vs latest on-demand price per region and instance type,
+    biggest discount first."""
+    where, params = [], []
+    if provider:
+        where.append("s.provider = ?")
+        params.append(provider)
+    if instance_type:
+        where.append("s.instance_type = ?")
+        params.append(instance_type)
+    rows = wh.query(
+        f"""SELECT s.provider, s.region, s.instance_type, s.price_per_hour, o.price_per_hour, s.currency
+            FROM latest_prices s
+            JOIN latest_prices o ON o.provider = s.provider AND o.region = s.region
+                 AND o.instance_type = s.instance_type AND o.os = s.os AND o.currency = s.currency
+                 AND o.pricing_model = 'ondemand'
+            WHERE s.pricing_model = 'spot' AND o.price_per_hour > 0{''.join(' AND ' + w for w in where)}
+            ORDER BY s.price_per_hour / o.price_per_hour, s.provider, s.region, s.instance_type""",
+        params,
+    )
+    return [SpotDiscount(r[0], r[1], r[2], Decimal(str(r[3])), Decimal(str(r[4])), r[5]) for r in rows]

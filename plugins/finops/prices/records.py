@@ -1,0 +1,75 @@
+"""The rows every fetcher produces, independent of the warehouse and of any cloud SDK."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Literal
+
+PricingModel = Literal["spot", "ondemand"]
+PROVIDERS = ("aws", "azure", "gcp", "lambda")
+# No instance costs this much an hour; anything above is a parse accident or a hostile row.
+MAX_PRICE_PER_HOUR = Decimal(100_000)
+
+
+def utcnow() -> datetime:
+    """Naive UTC, the warehouse's timestamp convention."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def naive_utc(ts: datetime) -> datetime:
+    return ts.astimezone(UTC).replace(tzinfo=None) if ts.tzinfo else ts
+
+
+@dataclass(frozen=True)
+class PriceRecord:
+    """One price point for one instance type in one place.
+
+    observed_at is the provider's own timestamp where it has one (AWS spot history: when the
+    price took effect); for snapshot APIs (Azure, GCP, Lambda, AWS Pricing) it is the fetch time,
+    and the store keeps a new point only when the price changed.
+    """
+
+    provider: str
+    pricing_model: PricingModel
+    region: str
+    instance_type: str
+    price_per_hour: Decimal
+    observed_at: datetime
+    source: str
+    zone: str = ""
+    currency: str = "USD"
+    os: str = "linux"
+    product: str | None = None
+    sku: str | None = None
+    effective_from: datetime | None = None
+    details: str | None = None  # JSON text: provider extras (capacity, components)
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    provider: str
+    instance_type: str
+    gpu_model: str | None
+    gpu_count: int | None
+    gpu_memory_gib: float | None
+    vcpus: int | None
+    memory_gib: float | None
+    interconnect: str | None = None
+    source: str = "api"
+    updated_at: datetime = field(default_factory=utcnow)
+
+
+@dataclass(frozen=True)
+class PlacementScore:
+    """An AWS Spot Placement Score (1-10, higher = less likely to be interrupted / more capacity)."""
+
+    provider: str
+    region: str
+    instance_type: str
+    score: int
+    observed_at: datetime
+    zone_id: str = ""
+    target_capacity: int = 1
+    single_az: bool = True

@@ -1,0 +1,219 @@
+"""Writing price rows to the warehouse: append-only time series with de-duplication.
+
+Two kinds of sources, two de-duplication rules:
+- `points` (AWS spot history): each point carries the provider's timestamp; a point already
+  stored with the same key and timestamp is skipped, so re-fetching an overlapping window
+  adds nothing.
+- `changes` (snapshot APIs: Azure, GCP, Lambda, AWS Pricing): a row is stored only when the
+  price differs from the latest stored one for that key, so a 6-hourly poll of an unchanged
+  price list adds nothing and the table stays a list of price changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+
+from finops.prices.records import CatalogEntry, PlacementScore, PriceRecord, naive_utc, utcnow
+
+if TYPE_CHECKING:
+    from finops.warehouse.base import Warehouse
+
+TABLES = {"spot": "spot_prices", "ondemand": "ondemand_prices"}
+KEY = ("provider", "region", "zone", "instance_type", "os")
+POINT_KEY = (*KEY, "observed_at")
+_SCALE = Decimal("1e-10")
+
+PRICE_SCHEMA = pa.schema(
+    [
+        ("provider", pa.string()),
+        ("region", pa.string()),
+        ("zone", pa.string()),
+        ("instance_type", pa.string()),
+        ("os", pa.string()),
+        ("price_per_hour", pa.decimal128(38, 10)),
+        ("currency", pa.string()),
+        ("observed_at", pa.timestamp("us")),
+        ("source", pa.string()),
+        ("product", pa.string()),
+        ("sku", pa.string()),
+        ("effective_from", pa.timestamp("us")),
+        ("details", pa.string()),
+        ("fetched_at", pa.timestamp("us")),
+    ]
+)
+
+
+def money(d: Decimal) -> Decimal:
+    """The warehouse's DECIMAL(38,10) scale."""
+    return d.quantize(_SCALE, rounding=ROUND_HALF_EVEN)
+
+
+def _key(r: PriceRecord) -> tuple[str, ...]:
+    return (r.provider, r.region, r.zone, r.instance_type, r.os)
+
+
+def price_table(records: Sequence[PriceRecord], fetched_at: datetime | None = None) -> pa.Table:
+    fetched = fetched_at or utcnow()
+    rows = {
+        "provider": [r.provider for r in records],
+        "region": [r.region for r in records],
+        "zone": [r.zone for r in records],
+        "instance_type": [r.instance_type for r in records],
+        "os": [r.os for r in records],
+        "price_per_hour": [money(r.price_per_hour) for r in records],
+        "currency": [r.currency for r in records],
+        "observed_at": [naive_utc(r.observed_at) for r in records],
+        "source": [r.source for r in records],
+        "product": [r.product for r in records],
+        "sku": [r.sku for r in records],
+        "effective_from": [r.effective_from for r in records],
+        "details": [r.details for r in records],
+        "fetched_at": [fetched for _ in records],
+    }
+    return pa.table(rows, schema=PRICE_SCHEMA)
+
+
+def _latest(wh: Warehouse, table: str, provider: str) -> dict[tuple[str, ...], tuple[Decimal, str]]:
+    rows = wh.query(
+        f"""SELECT provider, region, zone, instance_type, os, price_per_hour, currency FROM (
+                SELECT provider, region, zone, instance_type, os, price_per_hour, currency,
+                       ROW_NUMBER() OVER (PARTITION BY provider, region, zone, instance_type, os
+                                          ORDER BY observed_at DESC) AS rn
+                FROM {table} WHERE provider = ?) t WHERE rn = 1""",
+        [provider],
+    )
+    return {tuple(r[:5]): (money(Decimal(str(r[5]))), r[6]) for r in rows}
+
+
+def append_prices(
+    wh: Warehouse, records: Iterable[PriceRecord], mode: Literal["points", "changes"]
+) -> dict[str, int]:
+    """Append new points / changed prices; returns rows inserted per table."""
+    by_model: dict[str, list[PriceRecord]] = {"spot": [], "ondemand": []}
+    for r in records:
+        by_model[r.pricing_model].append(r)
+    inserted: dict[str, int] = {}
+    for model, recs in by_model.items():
+        table = TABLES[model]
+        if not recs:
+            inserted[table] = 0
+            continue
+        if mode == "changes":
+            recs = _changed_only(wh, table, recs)
+        else:
+            uniq: dict[tuple, PriceRecord] = {}
+            for r in recs:
+                uniq.setdefault((*_key(r), naive_utc(r.observed_at)), r)
+            recs = list(uniq.values())
+        inserted[table] = wh.insert_arrow(table, price_table(recs), dedup_keys=POINT_KEY) if recs else 0
+    return inserted
+
+
+def _changed_only(wh: Warehouse, table: str, recs: list[PriceRecord]) -> list[PriceRecord]:
+    latest: dict[tuple[str, ...], tuple[Decimal, str]] = {}
+    for provider in {r.provider for r in recs}:
+        latest.update(_latest(wh, table, provider))
+    out: dict[tuple[str, ...], PriceRecord] = {}
+    for r in recs:
+        k = _key(r)
+        if k in out:
+            continue  # first row per key in a batch wins
+        if latest.get(k) == (money(r.price_per_hour), r.currency):
+            continue
+        out[k] = r
+    return list(out.values())
+
+
+CATALOG_SCHEMA = pa.schema(
+    [
+        ("provider", pa.string()),
+        ("instance_type", pa.string()),
+        ("gpu_model", pa.string()),
+        ("gpu_count", pa.int32()),
+        ("gpu_memory_gib", pa.float64()),
+        ("vcpus", pa.int32()),
+        ("memory_gib", pa.float64()),
+        ("interconnect", pa.string()),
+        ("source", pa.string()),
+        ("updated_at", pa.timestamp("us")),
+    ]
+)
+
+
+def upsert_catalog(wh: Warehouse, entries: Iterable[CatalogEntry]) -> int:
+    """Insert or replace instance specs by (provider, instance_type)."""
+    uniq = {(e.provider, e.instance_type): e for e in entries}
+    if not uniq:
+        return 0
+    cols = {f.name: [getattr(e, f.name) for e in uniq.values()] for f in CATALOG_SCHEMA}
+    return wh.upsert_arrow("instance_catalog", pa.table(cols, schema=CATALOG_SCHEMA), keys=("provider", "instance_type"))
+
+
+SCORE_SCHEMA = pa.schema(
+    [
+        ("provider", pa.string()),
+        ("region", pa.string()),
+        ("zone_id", pa.string()),
+        ("instance_type", pa.string()),
+        ("target_capacity", pa.int32()),
+        ("single_az", pa.bool_()),
+        ("score", pa.int32()),
+        ("observed_at", pa.timestamp("us")),
+    ]
+)
+SCORE_KEY = ("provider", "region", "zone_id", "instance_type", "target_capacity", "single_az", "observed_at")
+
+
+def append_placement_scores(wh: Warehouse, scores: Iterable[PlacementScore]) -> int:
+    scores = list(scores)
+    if not scores:
+        return 0
+    cols = {f.name: [getattr(s, f.name) for s in scores] for f in SCORE_SCHEMA}
+    return wh.insert_arrow("spot_placement_scores", pa.table(cols, schema=SCORE_SCHEMA), dedup_keys=SCORE_KEY)
+
+
+def get_watermark(wh: Warehouse, provider: str, region: str, stream: str, item: str) -> datetime | None:
+    rows = wh.query(
+        "SELECT MAX(watermark) FROM price_watermarks WHERE provider = ? AND region = ? AND stream = ? AND item = ?",
+        [provider, region, stream, item],
+    )
+    return rows[0][0] if rows and rows[0][0] is not None else None
+
+
+def set_watermark(wh: Warehouse, provider: str, region: str, stream: str, item: str, ts: datetime) -> datetime:
+    """Move the watermark forward only (a backfill of older data never rewinds it)."""
+    ts = naive_utc(ts)
+    old = get_watermark(wh, provider, region, stream, item)
+    if old is not None and old >= ts:
+        return old
+    table = pa.table(
+        {
+            "provider": [provider],
+            "region": [region],
+            "stream": [stream],
+            "item": [item],
+            "watermark": pa.array([ts], pa.timestamp("us")),
+            "updated_at": pa.array([utcnow()], pa.timestamp("us")),
+        }
+    )
+    wh.upsert_arrow("price_watermarks", table, keys=("provider", "region", "stream", "item"))
+    return ts
+
+
+def log_fetch(
+    wh: Warehouse, provider: str, regions: Iterable[str], source: str, seen: int, inserted: int,
+    run_id: str | None = None,
+) -> None:
+    """Record a successful fetch per region: `cheapest_offers` uses it to drop stale sources."""
+    now = utcnow()
+    for region in sorted(set(regions)):
+        wh.execute(
+            "INSERT INTO price_fetch_log (provider, region, source, fetched_at, rows_seen, rows_inserted, run_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [provider, region, source, now, seen, inserted, run_id],
+        )

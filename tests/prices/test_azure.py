@@ -1,0 +1,113 @@
+"""Azure Retail Prices against a local server in the API's real shape."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from finops.prices import azure, jobs
+from finops.prices.http import HttpClient, PriceSourceError
+from finops.prices.settings import HttpSettings, parse_prices
+
+PREFIXES = ["Standard_NC", "Standard_ND"]
+
+
+def _client(sleeps=None) -> HttpClient:
+    return HttpClient(HttpSettings(), sleep=(sleeps.append if sleeps is not None else lambda s: None))
+
+
+def _fetch(emu, region="eastus", sleeps=None):
+    return azure.fetch_region(_client(sleeps), emu.base + "/api/retail/prices", region, PREFIXES)
+
+
+def test_pages_filters_and_classifies(prices_azure):
+    recs = _fetch(prices_azure)
+    got = {(r.instance_type, r.pricing_model): r.price_per_hour for r in recs}
+    assert got == {
+        ("Standard_NC24ads_A100_v4", "ondemand"): Decimal("3.673"),
+        ("Standard_NC24ads_A100_v4", "spot"): Decimal("0.7346"),
+        ("Standard_NC4as_T4_v3", "ondemand"): Decimal("0.526"),
+        ("Standard_NC4as_T4_v3", "spot"): Decimal("0.0526"),
+        ("Standard_ND96isr_H100_v5", "ondemand"): Decimal("98.32"),
+        ("Standard_ND96isr_H100_v5", "spot"): Decimal("39.33"),
+    }
+    assert all(r.region == "eastus" and r.currency == "USD" and r.os == "linux" for r in recs)
+    # several pages were followed through NextPageLink with the server-side region filter
+    assert len(prices_azure.requests) > 3
+    assert all("armRegionName+eq+%27eastus%27" in q or "armRegionName%20eq%20%27eastus%27" in q
+               for q in prices_azure.requests)
+
+
+@pytest.mark.parametrize("last_link", [None, ""])
+def test_last_page_link_null_or_empty_string(prices_azure, last_link):
+    prices_azure.last_link = last_link
+    assert len(_fetch(prices_azure)) == 6
+
+
+def test_trailing_empty_page_quirk_stops(prices_azure):
+    prices_azure.trailing_empty_page = True
+    assert len(_fetch(prices_azure)) == 6
+    plain = len(prices_azure.requests)
+    prices_azure.trailing_empty_page = False
+    prices_azure.requests.clear()
+    _fetch(prices_azure)
+    assert plain == len(prices_azure.requests) + 1  # one extra (empty) page, then it stopped
+
+
+def test_link_off_host_is_refused(prices_azure):
+    prices_azure.items = prices_azure.items[:10]
+    orig = prices_azure.handle
+
+    def evil(req):
+        resp = orig(req)
+        return resp.__class__(resp.get_data().replace(prices_azure.base.encode(), b"http://169.254.169.254"),
+                              resp.status_code, content_type="application/json")
+
+    prices_azure.server.clear()
+    prices_azure.server.expect_request("/api/retail/prices").respond_with_handler(evil)
+    with pytest.raises(PriceSourceError, match="off the API host"):
+        _fetch(prices_azure)
+
+
+def test_429_retry_after_and_5xx_mid_paging(prices_azure):
+    sleeps: list[float] = []
+    prices_azure.fail(429, retry_after="3")
+    recs1 = _fetch(prices_azure, sleeps=sleeps)
+    prices_azure.fail(500)
+    prices_azure.fail(503)
+    recs2 = _fetch(prices_azure, sleeps=sleeps)
+    assert len(recs1) == len(recs2) == 6
+    assert sleeps[0] == 3.0 and len(sleeps) == 3
+
+
+def test_hostile_region_is_rejected_before_any_request(prices_azure):
+    with pytest.raises(ValueError):
+        _fetch(prices_azure, region="eastus' or armRegionName ne 'x")
+    assert prices_azure.requests == []
+
+
+def test_job_stores_and_reruns_add_nothing(prices_azure, duckdb_wh, wh_factory):
+    settings = parse_prices({"azure": {"base_url": prices_azure.base + "/api/retail/prices"}})
+    job = {"provider": "azure", "region": "westus2", "families": PREFIXES}
+    first = jobs.run_azure(job, settings, wh_factory)
+    assert first["spot_prices"] == 3 and first["ondemand_prices"] == 3
+    again = jobs.run_azure(job, settings, wh_factory)
+    assert again["spot_prices"] == 0 and again["ondemand_prices"] == 0 and again["seen"] == 6
+    # a price change adds exactly one point
+    for i in prices_azure.items:
+        if i["armRegionName"] == "westus2" and i["skuName"] == "ND96isr H100 v5 Spot":
+            i["retailPrice"] = 41.0
+    third = jobs.run_azure(job, settings, wh_factory)
+    assert third["spot_prices"] == 1 and third["ondemand_prices"] == 0
+    rows = duckdb_wh.query(
+        "SELECT price_per_hour FROM spot_prices WHERE instance_type = ? ORDER BY observed_at",
+        ["Standard_ND96isr_H100_v5"],
+    )
+    assert [r[0] for r in rows] == [Decimal("43.2630000000"), Decimal("41.0000000000")]
+    cat = duckdb_wh.query(
+        "SELECT gpu_model, gpu_count FROM instance_catalog WHERE provider = 'azure' AND instance_type = ?",
+        ["Standard_ND96isr_H100_v5"],
+    )
+    assert cat == [("H100-80GB", 8)]
+    # nothing hostile reached the warehouse
+    assert duckdb_wh.query("SELECT count(*) FROM spot_prices WHERE instance_type LIKE '%DROP%'") == [(0,)]
