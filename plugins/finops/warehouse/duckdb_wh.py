@@ -58,8 +58,16 @@ class DuckDBWarehouse:
         return self.con.execute(sql, list(params)).fetchall()
 
     def query_arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table:
-        res = self.con.execute(sql, list(params))
-        return res.fetch_arrow_table() if hasattr(res, "fetch_arrow_table") else res.arrow()
+        # A relation streams straight to arrow (a DB-API result would copy the rows once more).
+        rel = self.con.sql(sql, params=list(params)) if params else self.con.sql(sql)
+        if rel is None:  # not a query (DDL / DML): nothing to return
+            import pyarrow as pa
+
+            return pa.table({})
+        for name in ("to_arrow_table", "fetch_arrow_table", "arrow"):  # duckdb 2.x / 1.x spellings
+            if hasattr(rel, name):
+                return getattr(rel, name)()
+        raise WarehouseError("this duckdb version cannot export arrow tables")
 
     def table_exists(self, table: str) -> bool:
         return bool(
