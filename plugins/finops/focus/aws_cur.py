@@ -1,0 +1,484 @@
+"""Where AWS CUR becomes FOCUS 1.2: converters for CUR 2.0 (Data Exports, parquet) and
+legacy CUR (csv.gz / parquet). Pure: only DuckDB SQL text, no I/O.
+
+One mapping serves both: legacy names (`lineItem/UnblendedCost`, `resourceTags/user:team`,
+or the legacy-parquet `resource_tags_user_team` columns) are first renamed to CUR 2.0 snake
+names (`line_item_unblended_cost`, a `resource_tags` MAP) by `normalize_sql`.
+
+Money rules (DESIGN.md §5): BilledCost = line_item_unblended_cost on every row (the
+invoice); EffectiveCost is amortised (SP covered usage -> SP effective cost, negation and
+upfront fees -> 0, SP recurring fee -> unused commitment, RI discounted usage -> reservation
+effective cost, RIFee -> unused RI, RI upfront Fee -> 0, everything else -> unblended).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from finops.ingest import ConvertContext, sql_ident, sql_literal
+
+DEC = "DECIMAL(38,10)"
+
+# Columns the mapping cannot work without (after legacy normalisation).
+REQUIRED = (
+    "bill_payer_account_id",
+    "bill_billing_period_start_date",
+    "bill_billing_period_end_date",
+    "line_item_line_item_type",
+    "line_item_unblended_cost",
+    "line_item_usage_start_date",
+    "line_item_usage_end_date",
+    "line_item_currency_code",
+    "line_item_product_code",
+)
+
+NUMERIC = (
+    "line_item_unblended_cost",
+    "line_item_unblended_rate",
+    "line_item_net_unblended_cost",
+    "line_item_net_unblended_rate",
+    "line_item_usage_amount",
+    "line_item_blended_cost",
+    "pricing_public_on_demand_cost",
+    "pricing_public_on_demand_rate",
+    "savings_plan_savings_plan_effective_cost",
+    "savings_plan_total_commitment_to_date",
+    "savings_plan_used_commitment",
+    "savings_plan_savings_plan_rate",
+    "savings_plan_recurring_commitment_for_billing_period",
+    "savings_plan_amortized_upfront_commitment_for_billing_period",
+    "reservation_effective_cost",
+    "reservation_unused_amortized_upfront_fee_for_billing_period",
+    "reservation_unused_recurring_fee",
+    "reservation_unused_quantity",
+    "reservation_amortized_upfront_fee_for_billing_period",
+    "reservation_recurring_fee_for_usage",
+)
+TIMESTAMPS = (
+    "bill_billing_period_start_date",
+    "bill_billing_period_end_date",
+    "line_item_usage_start_date",
+    "line_item_usage_end_date",
+)
+
+SP_TYPES = ("SavingsPlanCoveredUsage", "SavingsPlanNegation", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
+RI_TYPES = ("DiscountedUsage", "RIFee")
+
+SERVICE_NAMES = {
+    "AmazonEC2": "Amazon Elastic Compute Cloud",
+    "AmazonS3": "Amazon Simple Storage Service",
+    "AWSDataTransfer": "AWS Data Transfer",
+    "AmazonSageMaker": "Amazon SageMaker",
+    "AmazonBedrock": "Amazon Bedrock",
+    "AmazonEKS": "Amazon Elastic Kubernetes Service",
+    "AmazonECS": "Amazon Elastic Container Service",
+    "AWSLambda": "AWS Lambda",
+    "AmazonRDS": "Amazon Relational Database Service",
+    "AmazonDynamoDB": "Amazon DynamoDB",
+    "AmazonRedshift": "Amazon Redshift",
+    "AmazonCloudWatch": "AmazonCloudWatch",
+    "AmazonVPC": "Amazon Virtual Private Cloud",
+    "AmazonCloudFront": "Amazon CloudFront",
+    "AmazonRoute53": "Amazon Route 53",
+    "AWSELB": "Elastic Load Balancing",
+    "AmazonEFS": "Amazon Elastic File System",
+    "AmazonFSx": "Amazon FSx",
+    "AWSBackup": "AWS Backup",
+    "AWSSupportBusiness": "AWS Support (Business)",
+    "AWSSupportEnterprise": "AWS Support (Enterprise)",
+    "ComputeSavingsPlans": "Savings Plans for AWS Compute usage",
+    "AmazonAthena": "Amazon Athena",
+    "AWSGlue": "AWS Glue",
+    "AmazonKinesis": "Amazon Kinesis",
+}
+SERVICE_CATEGORIES = {
+    "AmazonEC2": "Compute",
+    "AmazonEKS": "Compute",
+    "AmazonECS": "Compute",
+    "AWSLambda": "Compute",
+    "ComputeSavingsPlans": "Compute",
+    "AmazonS3": "Storage",
+    "AmazonEFS": "Storage",
+    "AmazonFSx": "Storage",
+    "AWSBackup": "Storage",
+    "AWSDataTransfer": "Networking",
+    "AmazonVPC": "Networking",
+    "AmazonCloudFront": "Networking",
+    "AmazonRoute53": "Networking",
+    "AWSELB": "Networking",
+    "AmazonSageMaker": "AI and Machine Learning",
+    "AmazonBedrock": "AI and Machine Learning",
+    "AmazonRDS": "Databases",
+    "AmazonDynamoDB": "Databases",
+    "AmazonRedshift": "Analytics",
+    "AmazonAthena": "Analytics",
+    "AWSGlue": "Analytics",
+    "AmazonKinesis": "Analytics",
+    "AmazonCloudWatch": "Management and Governance",
+}
+
+
+# --------------------------------------------------------------------------- helpers
+def legacy_to_snake(name: str) -> str:
+    """`lineItem/UnblendedCost` -> `line_item_unblended_cost`; `savingsPlan/SavingsPlanARN` ->
+    `savings_plan_savings_plan_a_r_n` (CUR 2.0 / Athena spell every capital separately)."""
+    category, _, field = name.partition("/")
+
+    def snake(s: str) -> str:
+        return re.sub(r"(?<!^)([A-Z])", r"_\1", s).lower()
+
+    return f"{snake(category)}_{snake(field)}" if field else snake(category)
+
+
+def _is_varchar(t: str | None) -> bool:
+    return t is not None and t.upper().startswith("VARCHAR")
+
+
+def _when_in(col: str, values: tuple[str, ...]) -> str:
+    return f"{col} IN ({', '.join(sql_literal(v) for v in values)})"
+
+
+def _case_map(col: str, mapping: Mapping[str, str], default: str) -> str:
+    whens = " ".join(f"WHEN {sql_literal(k)} THEN {sql_literal(v)}" for k, v in mapping.items())
+    return f"CASE {col} {whens} ELSE {default} END"
+
+
+class _Cols:
+    """Column accessors that tolerate optional columns an export left out."""
+
+    def __init__(self, columns: Mapping[str, str]):
+        self.types = dict(columns)
+
+    def has(self, name: str) -> bool:
+        return not self.types or name in self.types
+
+    def s(self, name: str) -> str:
+        """String column, '' -> NULL."""
+        if not self.has(name):
+            return "CAST(NULL AS VARCHAR)"
+        return f"NULLIF(CAST({sql_ident(name)} AS VARCHAR), '')"
+
+    def m(self, name: str) -> str:
+        """Exact money / quantity."""
+        if not self.has(name):
+            return f"CAST(NULL AS {DEC})"
+        t = self.types.get(name)
+        if _is_varchar(t):
+            v = f"NULLIF(TRIM({sql_ident(name)}), '')"
+            return f"COALESCE(TRY_CAST({v} AS {DEC}), CAST(CAST({v} AS DOUBLE) AS {DEC}))"
+        return f"CAST({sql_ident(name)} AS {DEC})"
+
+    def ts(self, name: str) -> str:
+        if not self.has(name):
+            return "CAST(NULL AS TIMESTAMP)"
+        t = (self.types.get(name) or "TIMESTAMP").upper()
+        if t.startswith("VARCHAR"):
+            return f"CAST(CAST(NULLIF(TRIM({sql_ident(name)}), '') AS TIMESTAMPTZ) AS TIMESTAMP)"
+        return f"CAST({sql_ident(name)} AS TIMESTAMP)"
+
+
+# --------------------------------------------------------------------------- mapping
+def cur2_focus_sql(raw: str, ctx: ConvertContext) -> str:
+    """SELECT producing every FOCUS column (snake_case) from CUR 2.0-named `raw`."""
+    c = _Cols(ctx.raw_columns)
+    tags = (
+        "CASE WHEN resource_tags IS NULL OR cardinality(resource_tags) = 0 THEN NULL "
+        "ELSE CAST(to_json(resource_tags) AS VARCHAR) END"
+        if c.has("resource_tags")
+        else "CAST(NULL AS VARCHAR)"
+    )
+    cr_status = (
+        f"CASE WHEN {c.s('capacity_reservation_capacity_reservation_status')} ILIKE '%unused%' THEN 'Unused' "
+        f"WHEN {c.s('capacity_reservation_capacity_reservation_a_r_n')} IS NOT NULL THEN 'Used' END"
+    )
+    base = f"""
+SELECT
+  {c.s('line_item_line_item_type')} AS lit,
+  {c.m('line_item_unblended_cost')} AS unblended,
+  {c.m('line_item_net_unblended_cost')} AS net_unblended,
+  {c.m('line_item_unblended_rate')} AS unblended_rate,
+  {c.m('line_item_net_unblended_rate')} AS net_unblended_rate,
+  {c.m('line_item_usage_amount')} AS usage_amount,
+  {c.m('pricing_public_on_demand_cost')} AS public_od_cost,
+  {c.m('pricing_public_on_demand_rate')} AS public_od_rate,
+  {c.m('savings_plan_savings_plan_effective_cost')} AS sp_effective,
+  {c.m('savings_plan_total_commitment_to_date')} AS sp_total_commitment,
+  {c.m('savings_plan_used_commitment')} AS sp_used_commitment,
+  {c.m('reservation_effective_cost')} AS ri_effective,
+  {c.m('reservation_unused_amortized_upfront_fee_for_billing_period')} AS ri_unused_upfront,
+  {c.m('reservation_unused_recurring_fee')} AS ri_unused_recurring,
+  {c.m('reservation_unused_quantity')} AS ri_unused_quantity,
+  {c.s('savings_plan_savings_plan_a_r_n')} AS sp_arn,
+  {c.s('reservation_reservation_a_r_n')} AS ri_arn,
+  {c.s('line_item_usage_type')} AS usage_type,
+  {c.s('line_item_operation')} AS operation,
+  {c.s('line_item_product_code')} AS product_code,
+  {c.s('product_product_family')} AS product_family,
+  UPPER(TRIM({c.s('line_item_currency_code')})) AS currency,
+  {c.s('pricing_currency')} AS pricing_currency,
+  {c.s('pricing_unit')} AS pricing_unit,
+  {c.s('bill_bill_type')} AS bill_type,
+  {c.s('bill_payer_account_id')} AS payer_id,
+  {c.s('bill_payer_account_name')} AS payer_name,
+  {c.s('bill_invoice_id')} AS invoice_id,
+  {c.s('bill_invoicing_entity')} AS invoicing_entity,
+  {c.s('bill_billing_entity')} AS billing_entity,
+  {c.s('line_item_legal_entity')} AS legal_entity,
+  {c.ts('bill_billing_period_start_date')} AS bp_start,
+  {c.ts('bill_billing_period_end_date')} AS bp_end,
+  {c.ts('line_item_usage_start_date')} AS cp_start,
+  {c.ts('line_item_usage_end_date')} AS cp_end,
+  {c.s('line_item_line_item_description')} AS description,
+  {c.s('line_item_usage_account_id')} AS usage_account_id,
+  {c.s('line_item_usage_account_name')} AS usage_account_name,
+  {c.s('line_item_availability_zone')} AS az,
+  {c.s('product_region_code')} AS region_code,
+  {c.s('product_location')} AS region_name,
+  {c.s('line_item_resource_id')} AS resource_id,
+  {c.s('product_sku')} AS sku,
+  {c.s('pricing_rate_code')} AS rate_code,
+  {c.s('product_instance_type')} AS instance_type,
+  {c.s('capacity_reservation_capacity_reservation_a_r_n')} AS cr_id,
+  {cr_status} AS cr_status,
+  {tags} AS tags_json
+FROM {raw}"""
+
+    usage_like = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation", "BundledDiscount")
+    charge_category = f"""CASE
+    WHEN lit = 'Tax' THEN 'Tax'
+    WHEN lit = 'Credit' THEN 'Credit'
+    WHEN lit = 'Refund' THEN 'Adjustment'
+    WHEN {_when_in('lit', ('Fee', 'RIFee', 'SavingsPlanUpfrontFee', 'SavingsPlanRecurringFee'))} THEN 'Purchase'
+    WHEN {_when_in('lit', usage_like)} OR lit LIKE '%Discount' THEN 'Usage'
+    ELSE 'Adjustment' END"""
+    effective = """CASE
+    WHEN lit = 'SavingsPlanCoveredUsage' THEN COALESCE(sp_effective, 0)
+    WHEN lit IN ('SavingsPlanNegation', 'SavingsPlanUpfrontFee') THEN 0
+    WHEN lit = 'SavingsPlanRecurringFee' THEN COALESCE(sp_total_commitment - sp_used_commitment, unblended)
+    WHEN lit = 'DiscountedUsage' THEN COALESCE(ri_effective, 0)
+    WHEN lit = 'RIFee' THEN COALESCE(ri_unused_upfront, 0) + COALESCE(ri_unused_recurring, 0)
+    WHEN lit = 'Fee' AND ri_arn IS NOT NULL THEN 0
+    ELSE unblended END"""
+    is_spot = "(usage_type LIKE '%SpotUsage%')"
+    pricing_category = f"""CASE
+    WHEN cc IN ('Tax', 'Credit', 'Adjustment') THEN NULL
+    WHEN {_when_in('lit', ('DiscountedUsage', 'SavingsPlanCoveredUsage', 'SavingsPlanNegation'))} THEN 'Committed'
+    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee', 'SavingsPlanUpfrontFee'))}
+         OR (lit = 'Fee' AND ri_arn IS NOT NULL) THEN 'Committed'
+    WHEN {is_spot} THEN 'Dynamic'
+    ELSE 'Standard' END"""
+    cd_id = f"""CASE
+    WHEN {_when_in('lit', SP_TYPES)} THEN sp_arn
+    WHEN {_when_in('lit', RI_TYPES)} OR (lit = 'Fee' AND ri_arn IS NOT NULL) THEN ri_arn END"""
+    service_category = f"""CASE
+    WHEN usage_type LIKE '%DataTransfer%' OR usage_type LIKE '%-Bytes%' OR product_family = 'Data Transfer' THEN 'Networking'
+    WHEN product_code = 'AmazonEC2' AND (usage_type LIKE '%EBS:%' OR product_family = 'Storage') THEN 'Storage'
+    ELSE {_case_map('product_code', SERVICE_CATEGORIES, "'Other'")} END"""
+    service_name = _case_map("product_code", SERVICE_NAMES, "COALESCE(product_code, 'Unknown')")
+    frequency = f"""CASE
+    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee', 'Tax'))} THEN 'Recurring'
+    WHEN {_when_in('lit', ('Fee', 'SavingsPlanUpfrontFee', 'Credit', 'Refund'))} OR bill_type IN ('Purchase', 'Refund') THEN 'One-Time'
+    ELSE 'Usage-Based' END"""
+    usage_cat = "cc = 'Usage'"
+    same_ccy = "(pricing_currency IS NULL OR pricing_currency = currency)"
+
+    return f"""
+WITH b AS ({base}
+), f AS (
+SELECT *, {charge_category} AS cc, ({effective}) AS eff FROM b
+)
+SELECT
+  unblended AS billed_cost,
+  payer_id AS billing_account_id,
+  payer_name AS billing_account_name,
+  currency AS billing_currency,
+  bp_start AS billing_period_start,
+  bp_end AS billing_period_end,
+  cc AS charge_category,
+  CASE WHEN lit = 'Refund' THEN 'Correction' END AS charge_class,
+  description AS charge_description,
+  cp_start AS charge_period_start,
+  cp_end AS charge_period_end,
+  COALESCE(net_unblended, unblended) AS contracted_cost,
+  eff AS effective_cost,
+  COALESCE(invoicing_entity, 'Amazon Web Services, Inc.') AS invoice_issuer_name,
+  CASE
+    WHEN lit = 'SavingsPlanNegation' THEN 0
+    WHEN {_when_in('lit', ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage'))} THEN COALESCE(public_od_cost, unblended)
+    ELSE unblended END AS list_cost,
+  CASE WHEN cc IN ('Usage', 'Purchase') THEN usage_amount END AS pricing_quantity,
+  CASE WHEN cc IN ('Usage', 'Purchase') THEN pricing_unit END AS pricing_unit,
+  'AWS' AS provider_name,
+  CASE WHEN billing_entity = 'AWS Marketplace' THEN COALESCE(legal_entity, 'AWS Marketplace') ELSE 'AWS' END AS publisher_name,
+  {service_category} AS service_category,
+  {service_name} AS service_name,
+  az AS availability_zone,
+  {frequency} AS charge_frequency,
+  invoice_id AS invoice_id,
+  CAST(NULL AS VARCHAR) AS service_subcategory,
+  CAST(NULL AS VARCHAR) AS billing_account_type,
+  cr_id AS capacity_reservation_id,
+  cr_status AS capacity_reservation_status,
+  CASE WHEN {_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Spend'
+       WHEN ({_when_in('lit', RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Usage' END
+    AS commitment_discount_category,
+  {cd_id} AS commitment_discount_id,
+  CAST(NULL AS VARCHAR) AS commitment_discount_name,
+  CASE
+    WHEN lit = 'SavingsPlanCoveredUsage' THEN sp_effective
+    WHEN lit = 'SavingsPlanRecurringFee' THEN sp_total_commitment - sp_used_commitment
+    WHEN lit = 'DiscountedUsage' THEN usage_amount
+    WHEN lit = 'RIFee' THEN ri_unused_quantity END AS commitment_discount_quantity,
+  CASE
+    WHEN ({_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL) THEN currency
+    WHEN ({_when_in('lit', RI_TYPES)} AND ri_arn IS NOT NULL) THEN 'Hours' END AS commitment_discount_unit,
+  CASE
+    WHEN {_when_in('lit', ('DiscountedUsage', 'SavingsPlanCoveredUsage', 'SavingsPlanNegation'))} THEN 'Used'
+    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee'))} THEN 'Unused' END AS commitment_discount_status,
+  CASE WHEN {_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Savings Plan'
+       WHEN ({_when_in('lit', RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Reserved Instance' END
+    AS commitment_discount_type,
+  CASE WHEN {usage_cat} THEN usage_amount END AS consumed_quantity,
+  CASE WHEN {usage_cat} THEN pricing_unit END AS consumed_unit,
+  CASE WHEN cc IN ('Usage', 'Purchase') THEN COALESCE(net_unblended_rate, unblended_rate) END AS contracted_unit_price,
+  CASE WHEN cc IN ('Usage', 'Purchase') THEN public_od_rate END AS list_unit_price,
+  {pricing_category} AS pricing_category,
+  COALESCE(pricing_currency, currency) AS pricing_currency,
+  CASE WHEN {same_ccy} AND cc IN ('Usage', 'Purchase') THEN COALESCE(net_unblended_rate, unblended_rate) END
+    AS pricing_currency_contracted_unit_price,
+  CASE WHEN {same_ccy} THEN eff END AS pricing_currency_effective_cost,
+  CASE WHEN {same_ccy} AND cc IN ('Usage', 'Purchase') THEN public_od_rate END AS pricing_currency_list_unit_price,
+  region_code AS region_id,
+  region_name AS region_name,
+  resource_id AS resource_id,
+  CAST(NULL AS VARCHAR) AS resource_name,
+  CAST(NULL AS VARCHAR) AS resource_type,
+  sku AS sku_id,
+  usage_type AS sku_meter,
+  CAST(NULL AS VARCHAR) AS sku_price_details,
+  rate_code AS sku_price_id,
+  usage_account_id AS sub_account_id,
+  usage_account_name AS sub_account_name,
+  CAST(NULL AS VARCHAR) AS sub_account_type,
+  tags_json AS tags,
+  {sql_literal(ctx.source)} AS x_source,
+  {sql_literal(ctx.billing_period)} AS x_billing_period,
+  'aws' AS x_provider,
+  usage_type AS x_usage_type,
+  operation AS x_operation,
+  lit AS x_charge_type,
+  instance_type AS x_instance_type,
+  {sql_literal(ctx.load_id)} AS x_load_id
+FROM f"""
+
+
+def _read_parquet(files: list[str]) -> str:
+    lst = ", ".join(sql_literal(f) for f in files)
+    return f"SELECT * FROM read_parquet([{lst}], union_by_name = true, hive_partitioning = false)"
+
+
+class Cur2Converter:
+    """AWS Data Exports CUR 2.0 (parquet; snake columns, resource_tags MAP)."""
+
+    name = "cur2"
+    required_raw_columns = REQUIRED
+
+    def reader_sql(self, files: list[str]) -> str:
+        csv = [f for f in files if ".csv" in f.lower()]
+        if csv:  # Data Exports can also deliver gzip csv; same names, all text
+            return CurLegacyConverter().reader_sql(files)
+        return _read_parquet(files)
+
+    def normalize_sql(self, raw: str, columns: Mapping[str, str]) -> str:
+        return _typed_select(raw, columns, {k: k for k in columns}, tag_columns={})
+
+    def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
+        return cur2_focus_sql(raw, ctx)
+
+    def raw_billed_total_sql(self, raw: str) -> str:
+        return f"SELECT COALESCE(SUM(CAST(line_item_unblended_cost AS {DEC})), 0) FROM {raw}"
+
+
+def _typed_select(
+    raw: str, columns: Mapping[str, str], renames: Mapping[str, str], tag_columns: Mapping[str, str]
+) -> str:
+    """Rename columns (original -> CUR 2.0 name), type text money / timestamps, and fold
+    per-tag columns (original -> tag key) into a `resource_tags` MAP. Keys are SQL literals
+    (escaped); tag values stay column references, never text in the SQL."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for orig, new in renames.items():
+        if new in seen:  # two legacy spellings of one column: first wins
+            continue
+        seen.add(new)
+        t = columns.get(orig, "")
+        ident = sql_ident(orig)
+        if new in NUMERIC and _is_varchar(t):
+            v = f"NULLIF(TRIM({ident}), '')"
+            expr = f"COALESCE(TRY_CAST({v} AS {DEC}), CAST(CAST({v} AS DOUBLE) AS {DEC}))"
+        elif new in TIMESTAMPS and _is_varchar(t):
+            expr = f"CAST(CAST(NULLIF(TRIM({ident}), '') AS TIMESTAMPTZ) AS TIMESTAMP)"
+        else:
+            expr = ident
+        out.append(f"{expr} AS {sql_ident(new)}")
+    if tag_columns:
+        keys_seen: set[str] = set()
+        entries = []
+        for orig, key in tag_columns.items():
+            if key in keys_seen:
+                continue
+            keys_seen.add(key)
+            entries.append(f"struct_pack(k := {sql_literal(key)}, v := CAST({sql_ident(orig)} AS VARCHAR))")
+        out.append(
+            f"map_from_entries(list_filter([{', '.join(entries)}], e -> e.v IS NOT NULL AND e.v <> '')) "
+            "AS resource_tags"
+        )
+    return f"SELECT {', '.join(out)} FROM {raw}"
+
+
+class CurLegacyConverter:
+    """Legacy CUR: csv(.gz) with `category/Name` headers, or parquet with snake names and
+    `resource_tags_*` columns. Renamed to CUR 2.0 names, then the one mapping applies."""
+
+    name = "cur_legacy"
+    required_raw_columns = REQUIRED
+
+    def reader_sql(self, files: list[str]) -> str:
+        csv = [f for f in files if ".csv" in f.lower()]
+        if csv and len(csv) != len(files):
+            raise ValueError("a legacy CUR delivery mixes csv and parquet files")
+        if not csv:
+            return _read_parquet(files)
+        lst = ", ".join(sql_literal(f) for f in files)
+        return (
+            f"SELECT * FROM read_csv([{lst}], header = true, all_varchar = true, delim = ',', quote = '\"', "
+            "escape = '\"', union_by_name = true, auto_detect = false, strict_mode = true, max_line_size = 10000000)"
+        )
+
+    def normalize_sql(self, raw: str, columns: Mapping[str, str]) -> str:
+        renames: dict[str, str] = {}
+        tags: dict[str, str] = {}
+        for name in columns:
+            if name.lower().startswith("resourcetags/"):
+                tags[name] = name.split("/", 1)[1].replace(":", "_")
+            elif name.startswith("resource_tags_"):
+                tags[name] = name[len("resource_tags_"):]
+            elif name == "resource_tags":
+                renames[name] = name
+            elif "/" in name:
+                renames[name] = legacy_to_snake(name)
+            else:
+                renames[name] = name
+        # legacy `product/region` is CUR 2.0 `product_region_code` when the latter is absent
+        if "product_region_code" not in renames.values():
+            for orig, new in list(renames.items()):
+                if new == "product_region":
+                    renames[orig] = "product_region_code"
+        return _typed_select(raw, columns, renames, tags)
+
+    def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
+        return cur2_focus_sql(raw, ctx)
+
+    def raw_billed_total_sql(self, raw: str) -> str:
+        return f"SELECT COALESCE(SUM(CAST(line_item_unblended_cost AS {DEC})), 0) FROM {raw}"

@@ -1,0 +1,81 @@
+"""AWS's own FOCUS export (Data Exports "FOCUS 1.0/1.2 with AWS columns") -> our columns.
+
+The export already speaks FOCUS (PascalCase names, Tags as a MAP, AWS extras like
+`x_UsageType`, `x_Operation`, `x_ServiceCode`): this is mostly a rename + exact typing.
+Pure SQL text, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from finops.focus.schema import FOCUS_COLUMNS, Kind
+from finops.ingest import ConvertContext, sql_ident, sql_literal
+
+DEC = "DECIMAL(38,10)"
+_REQUIRED = ("BilledCost", "BillingPeriodStart", "ChargePeriodStart", "BillingCurrency", "ChargeCategory")
+_X = {  # our extension column -> AWS FOCUS export column
+    "x_usage_type": "x_UsageType",
+    "x_operation": "x_Operation",
+}
+
+
+def _find(columns: Mapping[str, str], *names: str) -> str | None:
+    lower = {k.lower(): k for k in columns}
+    for n in names:
+        if n in columns:
+            return n
+        if n.lower() in lower:
+            return lower[n.lower()]
+    return None
+
+
+class AwsFocusConverter:
+    name = "focus"
+    required_raw_columns = _REQUIRED
+
+    def reader_sql(self, files: list[str]) -> str:
+        lst = ", ".join(sql_literal(f) for f in files)
+        if any(".csv" in f.lower() for f in files):
+            return f"SELECT * FROM read_csv([{lst}], header = true, union_by_name = true)"
+        return f"SELECT * FROM read_parquet([{lst}], union_by_name = true, hive_partitioning = false)"
+
+    def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
+        cols = ctx.raw_columns
+        out: list[str] = []
+        for col in FOCUS_COLUMNS:
+            src = _find(cols, col.name, col.snake)
+            target = sql_ident(col.snake)
+            if src is None:
+                out.append(f"NULL AS {target}")
+                continue
+            ident = sql_ident(src)
+            t = (cols.get(src) or "").upper()
+            if col.kind in (Kind.MONEY, Kind.QUANTITY):
+                expr = f"CAST({ident} AS {DEC if col.kind is Kind.MONEY else 'DECIMAL(38,12)'})"
+            elif col.kind is Kind.TIMESTAMP:
+                expr = f"CAST(CAST({ident} AS TIMESTAMPTZ) AS TIMESTAMP)"
+            elif col.kind is Kind.JSON:
+                if t.startswith("MAP") or t.startswith("STRUCT"):
+                    expr = f"CASE WHEN {ident} IS NULL OR cardinality({ident}) = 0 THEN NULL ELSE CAST(to_json({ident}) AS VARCHAR) END" if t.startswith("MAP") else f"CAST(to_json({ident}) AS VARCHAR)"
+                else:
+                    expr = f"CAST(json(NULLIF(CAST({ident} AS VARCHAR), '')) AS VARCHAR)"
+            else:
+                expr = f"NULLIF(CAST({ident} AS VARCHAR), '')"
+            out.append(f"{expr} AS {target}")
+        for ours, theirs in _X.items():
+            src = _find(cols, theirs, ours)
+            out.append(f"{'NULLIF(CAST(' + sql_ident(src) + ' AS VARCHAR), ' + chr(39) * 2 + ')' if src else 'NULL'} AS {ours}")
+        itype = _find(cols, "x_InstanceType")
+        out.append(f"{sql_ident(itype) if itype else 'NULL'} AS x_instance_type")
+        out.append(f"NULLIF(CAST({sql_ident(_find(cols, 'ChargeCategory') or 'ChargeCategory')} AS VARCHAR), '') AS x_charge_type")
+        out += [
+            f"{sql_literal(ctx.source)} AS x_source",
+            f"{sql_literal(ctx.billing_period)} AS x_billing_period",
+            "'aws' AS x_provider",
+            f"{sql_literal(ctx.load_id)} AS x_load_id",
+        ]
+        return f"SELECT {', '.join(out)} FROM {raw}"
+
+    def raw_billed_total_sql(self, raw: str) -> str:
+        return f"SELECT COALESCE(SUM(CAST(BilledCost AS {DEC})), 0) FROM {raw}"

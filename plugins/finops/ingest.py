@@ -1,0 +1,357 @@
+"""The billing spine, provider-agnostic: raw local files -> DuckDB SQL -> FOCUS staging parquet
+-> validate -> one-transaction replace of the (source, billing period) partition + `load_log`
+row; or quarantine (files kept, `load_log` row, alert) with the loaded partition untouched.
+
+Every billing source (AWS CUR, GCP, Azure, Lambda) hands a `RawBatch` plus a `Converter`
+(pure SQL text, in finops.focus.*) to `load_batch`. The conversion runs out-of-core inside an
+embedded DuckDB (memory limit + spill directory under FINOPS_HOME), in one streaming
+`COPY (SELECT ...) TO staging.parquet`, so a 10M-row month needs well under 1.5 GB of RAM.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from finops.focus.schema import COLUMNS, Kind
+from finops.paths import subdir
+from finops.warehouse.base import LoadLogEntry
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from finops.warehouse.base import Warehouse
+
+log = logging.getLogger(__name__)
+
+FOCUS_TABLE = "focus_costs"
+STAGING_TYPES = {
+    Kind.STRING: "VARCHAR",
+    Kind.MONEY: "DECIMAL(38,10)",
+    Kind.QUANTITY: "DECIMAL(38,12)",
+    Kind.TIMESTAMP: "TIMESTAMP",
+    Kind.JSON: "VARCHAR",
+}
+
+
+# --------------------------------------------------------------------------- contract
+@dataclass
+class RawBatch:
+    """What an extractor hands to the spine: one delivery of one (source, billing period)."""
+
+    source: str
+    provider: str  # "aws" | "gcp" | "azure" | "lambda"
+    billing_period: str  # "YYYY-MM"
+    files: list[Path]
+    fingerprint: str  # stable id of this delivery (assembly id + etags, export run id ...)
+    manifest_key: str | None = None
+    assembly_id: str | None = None
+    currency_hint: str | None = None
+
+
+@dataclass
+class ConvertContext:
+    source: str
+    provider: str
+    billing_period: str
+    load_id: str
+    # Filled by the spine after reading the raw schema: column name -> DuckDB type.
+    # Converters use it to tolerate optional columns an export left out.
+    raw_columns: Mapping[str, str] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Converter(Protocol):
+    """One per provider format; pure (only DuckDB SQL text), lives in finops/focus/.
+
+    Optional extras the spine honours when present:
+    - `required_raw_columns: tuple[str, ...]` checked before conversion (clear error);
+    - `normalize_sql(raw, columns) -> str`: a SELECT over `raw` renaming / typing columns
+      (legacy CUR -> CUR 2.0 names); its result is what focus_sql and the total see.
+    """
+
+    name: str
+
+    def reader_sql(self, files: list[str]) -> str: ...
+
+    def focus_sql(self, raw: str, ctx: ConvertContext) -> str: ...
+
+    def raw_billed_total_sql(self, raw: str) -> str: ...
+
+
+class ConversionError(ValueError):
+    """The raw files cannot be converted (corrupt, truncated, missing columns ...)."""
+
+
+# --------------------------------------------------------------------------- SQL text helpers
+def sql_ident(name: str) -> str:
+    """Quote an identifier (column names can come from exports, e.g. legacy tag headers)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(value: str) -> str:
+    """A SQL string literal for DuckDB (no backslash escapes there: doubling quotes is complete).
+
+    Only for values that must sit in SQL text (file paths, constant labels); data values
+    from exports never pass through here: they stay columns."""
+    if "\x00" in value:
+        raise ValueError("NUL byte in SQL literal")
+    return "'" + value.replace("'", "''") + "'"
+
+
+def make_load_id(source: str, billing_period: str, fingerprint: str) -> str:
+    """Deterministic: the same delivery always gets the same load id (idempotent rows)."""
+    h = hashlib.sha256(f"{source}\x1f{billing_period}\x1f{fingerprint}".encode()).hexdigest()
+    return f"{source}-{billing_period}-{h[:16]}"
+
+
+# --------------------------------------------------------------------------- DuckDB engine
+@dataclass
+class StagingResult:
+    staging_file: Path
+    row_count: int
+    raw_billed_total: Decimal
+    focus_billed_total: Decimal
+    focus_effective_total: Decimal
+    currencies: list[str]
+
+
+def _engine(tmp: Path) -> duckdb.DuckDBPyConnection:
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    mem = os.environ.get("FINOPS_DUCKDB_MEMORY_LIMIT", "1GB")
+    threads = int(os.environ.get("FINOPS_DUCKDB_THREADS", "0") or 0) or min(os.cpu_count() or 2, 8)
+    con.execute(f"SET memory_limit = {sql_literal(mem)}")
+    con.execute(f"SET threads = {threads}")
+    con.execute(f"SET temp_directory = {sql_literal(str(tmp))}")
+    con.execute("SET preserve_insertion_order = false")
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def _canonical_select(inner: str) -> str:
+    """Cast the converter's output to the canonical FOCUS types, in schema order."""
+    cols = ",\n  ".join(f"CAST({sql_ident(c.snake)} AS {STAGING_TYPES[c.kind]}) AS {sql_ident(c.snake)}" for c in COLUMNS)
+    return f"SELECT\n  {cols}\nFROM (\n{inner}\n) AS focus_out"
+
+
+def convert_to_staging(
+    batch: RawBatch, converter: Converter, ctx: ConvertContext, staging_file: Path
+) -> StagingResult:
+    """Run the converter inside DuckDB, streaming raw -> staging parquet (zstd).
+
+    Raises ConversionError with a readable message for any bad input."""
+    tmp = subdir("tmp") / f"duckdb-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    staging_file.parent.mkdir(parents=True, exist_ok=True)
+    con = _engine(tmp)
+    try:
+        files = [str(p) for p in batch.files]
+        try:
+            con.execute(f"CREATE VIEW finops_raw_src AS {converter.reader_sql(files)}")
+            cols = {r[0]: r[1] for r in con.execute("DESCRIBE finops_raw_src").fetchall()}
+            normalize = getattr(converter, "normalize_sql", None)
+            if normalize is not None:
+                con.execute(f"CREATE VIEW finops_raw AS {normalize('finops_raw_src', cols)}")
+                cols = {r[0]: r[1] for r in con.execute("DESCRIBE finops_raw").fetchall()}
+            else:
+                con.execute("CREATE VIEW finops_raw AS SELECT * FROM finops_raw_src")
+        except Exception as e:  # noqa: BLE001 - any reader failure is a bad-input error
+            raise ConversionError(f"cannot read raw files: {_short(e)}") from e
+        missing = [c for c in getattr(converter, "required_raw_columns", ()) if c not in cols]
+        if missing:
+            raise ConversionError(f"missing required column(s): {', '.join(missing)}")
+        ctx.raw_columns = cols
+        sql = _canonical_select(converter.focus_sql("finops_raw", ctx))
+        try:
+            con.execute(
+                f"COPY ({sql}) TO {sql_literal(str(staging_file))} "
+                "(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE 122880)"
+            )
+            raw_total = con.execute(converter.raw_billed_total_sql("finops_raw")).fetchone()
+            stats = con.execute(
+                "SELECT count(*), coalesce(sum(billed_cost), 0), coalesce(sum(effective_cost), 0), "
+                "list(DISTINCT billing_currency) FROM read_parquet(?)",
+                [str(staging_file)],
+            ).fetchone()
+        except Exception as e:  # noqa: BLE001
+            raise ConversionError(f"conversion failed: {_short(e)}") from e
+        assert stats is not None
+        return StagingResult(
+            staging_file=staging_file,
+            row_count=int(stats[0]),
+            raw_billed_total=Decimal(raw_total[0] if raw_total and raw_total[0] is not None else 0),
+            focus_billed_total=Decimal(stats[1]),
+            focus_effective_total=Decimal(stats[2]),
+            currencies=sorted(c for c in (stats[3] or []) if c is not None),
+        )
+    finally:
+        con.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _short(e: BaseException, limit: int = 600) -> str:
+    msg = f"{type(e).__name__}: {e}".replace("\n", " ")
+    return msg if len(msg) <= limit else msg[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- load
+def _latest_loaded_id(wh: Warehouse, source: str, period: str) -> str | None:
+    rows = wh.query(
+        "SELECT load_id FROM load_log WHERE source = ? AND billing_period = ? AND status IN ('loaded', 'unchanged') "
+        "ORDER BY finished_at DESC LIMIT 1",
+        [source, period],
+    )
+    return rows[0][0] if rows else None
+
+
+def _partition_has_rows(wh: Warehouse, source: str, period: str) -> bool:
+    rows = wh.query(
+        f"SELECT 1 FROM {FOCUS_TABLE} WHERE x_source = ? AND x_billing_period = ? LIMIT 1", [source, period]
+    )
+    return bool(rows)
+
+
+def load_batch(
+    wh: Warehouse,
+    batch: RawBatch,
+    converter: Converter,
+    *,
+    run_id: str | None = None,
+    force: bool = False,
+    keep_staging: bool = False,
+) -> LoadLogEntry:
+    """Convert, validate and load one delivery; returns its `load_log` entry.
+
+    status: `loaded` (partition replaced in one transaction), `unchanged` (this very delivery
+    is already the latest load; skipped unless force=True), `empty` (no data files: nothing
+    touched), `quarantined` (bad input or failed validation: files kept under
+    FINOPS_HOME/quarantine, alert emitted, partition untouched). Warehouse errors while
+    replacing are logged as `failed` and re-raised (the task should retry)."""
+    load_id = make_load_id(batch.source, batch.billing_period, batch.fingerprint)
+    entry = LoadLogEntry(
+        load_id=load_id,
+        source=batch.source,
+        provider=batch.provider,
+        billing_period=batch.billing_period,
+        status="loaded",
+        manifest_key=batch.manifest_key,
+        assembly_id=batch.assembly_id,
+        files=[p.name for p in batch.files],
+        run_id=run_id,
+        currency=batch.currency_hint,
+    )
+    if not force and _latest_loaded_id(wh, batch.source, batch.billing_period) == load_id and _partition_has_rows(
+        wh, batch.source, batch.billing_period
+    ):
+        entry.status = "unchanged"
+        entry.message = "delivery already loaded (same fingerprint); skipped"
+        wh.append_log(entry)
+        log.info("%s %s: unchanged (%s)", batch.source, batch.billing_period, load_id)
+        return entry
+    if not batch.files:
+        entry.status = "empty"
+        entry.message = "delivery lists no data files; warehouse partition left as it was"
+        wh.append_log(entry)
+        return entry
+
+    ctx = ConvertContext(batch.source, batch.provider, batch.billing_period, load_id)
+    staging_file = subdir("staging") / batch.source / batch.billing_period / f"{load_id}.parquet"
+    try:
+        try:
+            result = convert_to_staging(batch, converter, ctx, staging_file)
+        except ConversionError as e:
+            return _quarantine(wh, batch, entry, error=str(e))
+        entry.row_count = result.row_count
+        entry.raw_billed_total = result.raw_billed_total
+        entry.focus_billed_total = result.focus_billed_total
+        entry.focus_effective_total = result.focus_effective_total
+        entry.currency = ",".join(result.currencies) or batch.currency_hint
+
+        from finops.quality import validate_staging
+
+        try:
+            report = validate_staging(
+                [staging_file],
+                source=batch.source,
+                billing_period=batch.billing_period,
+                raw_billed_total=result.raw_billed_total,
+            )
+        except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
+            return _quarantine(wh, batch, entry, error=f"validation could not run: {_short(e)}")
+        failures = list(report.failures)
+        if result.raw_billed_total != result.focus_billed_total:  # belt and braces: money must match exactly
+            failures.append(
+                f"reconciliation: sum(billed_cost) {result.focus_billed_total} != raw total {result.raw_billed_total}"
+            )
+        if not report.success or failures:
+            return _quarantine(wh, batch, entry, report=report, error="; ".join(failures) or "validation failed")
+
+        partition = {"x_source": batch.source, "x_billing_period": batch.billing_period}
+        try:
+            wh.replace_partition(FOCUS_TABLE, partition, [staging_file], log=entry)
+        except Exception as e:
+            entry.status = "failed"
+            entry.message = f"warehouse replace failed: {_short(e)}"
+            try:
+                wh.append_log(entry)
+            except Exception:  # noqa: BLE001 - the original error matters more
+                log.exception("could not record failed load")
+            raise
+        log.info(
+            "%s %s: loaded %d rows, billed %s %s (%s)",
+            batch.source, batch.billing_period, entry.row_count, entry.focus_billed_total, entry.currency, load_id,
+        )
+        return entry
+    finally:
+        if not keep_staging:
+            staging_file.unlink(missing_ok=True)
+
+
+def _quarantine(
+    wh: Warehouse, batch: RawBatch, entry: LoadLogEntry, *, error: str, report: Any = None
+) -> LoadLogEntry:
+    from finops.alerts.events import AlertEvent, emit
+    from finops.quality import quarantine_batch
+
+    qpath = quarantine_batch(
+        source=batch.source,
+        billing_period=batch.billing_period,
+        load_id=entry.load_id,
+        raw_files=list(batch.files),
+        report=report,
+        error=error,
+    )
+    entry.status = "quarantined"
+    entry.message = error[:4000]
+    entry.quarantine_path = str(qpath)
+    wh.append_log(entry)
+    emit(
+        AlertEvent(
+            kind="validation_failed",
+            title=f"Billing batch quarantined: {batch.source} {batch.billing_period}",
+            severity="critical",
+            summary=error[:1000],
+            facts={
+                "source": batch.source,
+                "provider": batch.provider,
+                "billing_period": batch.billing_period,
+                "load_id": entry.load_id,
+                "manifest_key": batch.manifest_key,
+                "assembly_id": batch.assembly_id,
+                "quarantine_path": str(qpath),
+            },
+            dedup_key=f"ingest:{batch.source}:{batch.billing_period}",
+        )
+    )
+    log.error("%s %s: quarantined (%s): %s", batch.source, batch.billing_period, entry.load_id, error)
+    return entry
