@@ -87,11 +87,11 @@ def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str
                       aws_access_key_id="demo", aws_secret_access_key="demo")
     s3.create_bucket(Bucket=src.bucket)
     expected: dict[str, str] = {}
+    work = finops_home() / "demo-exports" / "aws"
     for i, period in enumerate(periods):
-        out = gen.write_cur2_export(
-            s3, bucket=src.bucket, prefix=src.prefix, billing_period=period, rows=rows_per_month, seed=100 + i
-        )
-        expected[period] = str(out.expected_unblended_total)
+        spec = gen.GenSpec(period=period, rows=rows_per_month, seed=100 + i)
+        delivery = gen.write_and_upload_cur2(s3, src.bucket, src.prefix, spec, work / period)
+        expected[period] = f"{delivery.totals.billed_total:.2f}"
     return expected
 
 

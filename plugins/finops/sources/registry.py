@@ -1,31 +1,43 @@
 """Provider -> (extractor, converter). The only place that knows which module serves which
-provider and format, so the billing DAG and CLI stay provider-agnostic."""
+provider and format, so the billing DAG and CLI stay provider-agnostic.
+
+Each adapter returns the RawBatch list for one (source, billing period) — usually one batch:
+the newest complete delivery — and the Converter for the source's format."""
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from typing import Any
 
-# provider -> module with `plan_batches(source_cfg, billing_period) -> list[RawBatch]`
-# and `converter_for(source_cfg) -> Converter`.
-_MODULES = {
-    "aws": "finops.sources.aws_cur",
-    "gcp": "finops.sources.gcp_bigquery",
-    "azure": "finops.sources.azure_blob",
-    "lambda": "finops.sources.lambda_cloud",
-}
+
+def _aws_plan(src: Any, period: str) -> list[Any]:
+    from finops.sources import aws_cur
+
+    batch = aws_cur.fetch_batch(src, period)
+    return [batch] if batch is not None else []
 
 
-def _module(provider: str):
-    try:
-        return importlib.import_module(_MODULES[provider])
-    except KeyError:
-        raise ValueError(f"unknown provider {provider!r}; known: {sorted(_MODULES)}") from None
+def _aws_converter(src: Any) -> Any:
+    from finops.sources import aws_cur
+
+    return aws_cur.converter_for(src.format)
+
+
+_PLANNERS: dict[str, Callable[[Any, str], list[Any]]] = {"aws": _aws_plan}
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {"aws": _aws_converter}
+
+
+def providers() -> list[str]:
+    return sorted(_PLANNERS)
 
 
 def plan_batches(provider: str, source_cfg: Any, billing_period: str) -> list[Any]:
-    return _module(provider).plan_batches(source_cfg, billing_period)
+    try:
+        planner = _PLANNERS[provider]
+    except KeyError:
+        raise ValueError(f"unknown provider {provider!r}; known: {providers()}") from None
+    return planner(source_cfg, billing_period)
 
 
 def converter_for(provider: str, source_cfg: Any) -> Any:
-    return _module(provider).converter_for(source_cfg)
+    return _CONVERTERS[provider](source_cfg)
