@@ -37,7 +37,7 @@ class NativeFocusConverter:
 
     name = "focus_native"
     provider = "unknown"
-    file_format = "parquet"  # or "csv"
+    file_format = "parquet"  # "csv", or "auto" (by file extension)
     # Extra raw columns the template guarantees (name -> DuckDB type), e.g. x_ columns.
     extra_columns: dict[str, str] = {}
     # FOCUS snake name -> fallback SQL when the provider leaves a mandatory value empty.
@@ -46,7 +46,10 @@ class NativeFocusConverter:
     # -- the Converter protocol ----------------------------------------------------------
     def reader_sql(self, files: list[str]) -> str:
         flist = files_list(files)
-        if self.file_format == "csv":
+        fmt = self.file_format
+        if fmt == "auto":
+            fmt = "parquet" if all(str(f).endswith(".parquet") for f in files) else "csv"
+        if fmt == "csv":
             src = f"read_csv({flist}, header = true, all_varchar = true, union_by_name = true)"
         else:
             src = f"read_parquet({flist}, union_by_name = true)"
