@@ -1,0 +1,107 @@
+"""Run the rule suite with GX Core's SQL engine against a DuckDB view over the staging parquet.
+
+Why SQL and not pandas: GX pushes every expectation down as SQL, DuckDB streams the parquet
+column by column, so a 10M-row month validates in bounded memory. Two passes: BOOLEAN_ONLY
+over everything (one aggregate per column, fast), then SUMMARY only for the failed rules to
+get row counts and sample values for the messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+from finops.quality.rules import Rule
+from finops.quality.suite import build_suite
+
+_QUIET = ("great_expectations", "great_expectations.core", "great_expectations.data_context")
+
+
+def _context() -> Any:
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    for name in _QUIET:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    ctx = gx.get_context(mode="ephemeral")
+    ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return ctx
+
+
+def run_suite(
+    db_path: Path, table: str, rules: list[Rule], *, memory_limit: str = "512MB", threads: int = 2
+) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
+    """(GX result as JSON dict, [(failed rule, its SUMMARY result entry)])."""
+    import finops.quality.gx_duckdb as gd  # registers the dialect
+
+    ctx = _context()
+    name = f"staging_{uuid.uuid4().hex[:8]}"
+    ds = ctx.data_sources.add_sql(
+        name=name,
+        connection_string=f"{gd.SCHEME}:///{db_path}",
+        kwargs={"connect_args": {"config": {"memory_limit": memory_limit, "threads": threads}}},
+    )
+    try:
+        batch = (
+            ds.add_table_asset(name="focus", table_name=table)
+            .add_batch_definition_whole_table("all")
+            .get_batch()
+        )
+        result = batch.validate(build_suite(rules), result_format="BOOLEAN_ONLY").to_json_dict()
+        failed_keys = [r["expectation_config"]["meta"]["rule"] for r in result["results"] if not r["success"]]
+        failed = [r for r in rules if r.key in failed_keys]
+        details: list[tuple[Rule, dict[str, Any]]] = []
+        if failed:
+            summary = batch.validate(
+                build_suite(failed, name="focus_staging_failed"), result_format="SUMMARY"
+            )
+            by_key = {r["expectation_config"]["meta"]["rule"]: r for r in summary.to_json_dict()["results"]}
+            details = [(r, by_key[r.key]) for r in failed]
+            result["results"] = [
+                by_key.get(r["expectation_config"]["meta"]["rule"], r) for r in result["results"]
+            ]
+        return result, details
+    finally:
+        try:
+            ds.get_engine().dispose()
+        except Exception:  # disposal is best effort; the temp db is deleted by the caller
+            logging.getLogger(__name__).debug("engine dispose failed", exc_info=True)
+
+
+def _show(values: list[Any], limit: int = 5) -> str:
+    """Distinct sample values, repr'd and cut, so hostile text stays inert in the message."""
+    seen: list[str] = []
+    for v in values:
+        s = repr(tuple(v) if isinstance(v, list) else v)
+        s = s if len(s) <= 80 else s[:77] + "..."
+        if s not in seen:
+            seen.append(s)
+    more = ", ..." if len(seen) > limit else ""
+    return "[" + ", ".join(seen[:limit]) + more + "]"
+
+
+def _exception(entry: dict[str, Any]) -> str | None:
+    info = entry.get("exception_info") or {}
+    if info.get("raised_exception"):
+        return str(info.get("exception_message") or "error")
+    for v in info.values():  # GX 1.x keys metric errors by metric id
+        if isinstance(v, dict) and v.get("exception_message"):
+            return str(v["exception_message"])
+    return None
+
+
+def failure_message(rule: Rule, entry: dict[str, Any]) -> str:
+    """e.g. "charge_category: values outside allowed set: ['Bogus'] (3 rows)"."""
+    res = entry.get("result") or {}
+    error = _exception(entry)
+    if error:
+        return f"{rule.column}: {rule.rule} could not be checked: {error[:200]}"
+    if rule.kind == "rows":
+        n = res.get("observed_value")
+        return f"{rule.column}: {rule.message} ({n} rows)"
+    n = res.get("unexpected_count")
+    if rule.kind == "not_null":
+        return f"{rule.column}: {rule.message} ({n} rows)"
+    return f"{rule.column}: {rule.message}: {_show(res.get('partial_unexpected_list') or [])} ({n} rows)"

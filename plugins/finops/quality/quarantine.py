@@ -1,0 +1,120 @@
+"""Quarantine: keep a failed batch's raw files and its validation report for a human.
+
+Layout: FINOPS_HOME/quarantine/<source>/<billing_period>/<load_id>/ holding the raw files
+(copied, never moved: the raw cache stays as it was), report.json and gx_result.json.
+Append-only: a second quarantine of the same load never deletes or overwrites what is there;
+its files get a numeric suffix (report.1.json, ...), identical raw files are not copied twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from finops.paths import subdir
+from finops.quality.report import ValidationReport, _jsonable
+from finops.quality.rules import check_period
+
+_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _segment(value: str, what: str) -> str:
+    """A path segment that cannot climb out of the quarantine folder."""
+    seg = _SAFE.sub("_", str(value)).strip("._")[:120]
+    if not seg:
+        raise ValueError(f"{what} {value!r} gives an empty quarantine path segment")
+    return seg
+
+
+def quarantine_dir(source: str, billing_period: str, load_id: str) -> Path:
+    check_period(billing_period)
+    return subdir("quarantine") / _segment(source, "source") / billing_period / _segment(load_id, "load_id")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _free_name(folder: Path, name: str) -> Path:
+    """folder/name, or folder/stem.N.suffix for the first N not taken."""
+    p = folder / name
+    stem, dot, suffix = name.partition(".")
+    n = 1
+    while p.exists():
+        p = folder / (f"{stem}.{n}.{suffix}" if dot else f"{name}.{n}")
+        n += 1
+    return p
+
+
+def _write_new(folder: Path, name: str, data: dict[str, Any]) -> Path:
+    text = json.dumps(data, indent=2, default=_jsonable, ensure_ascii=False)
+    while True:
+        p = _free_name(folder, name)
+        try:
+            with p.open("x", encoding="utf-8") as f:  # "x": never clobber a file that appeared meanwhile
+                f.write(text)
+            return p
+        except FileExistsError:
+            continue
+
+
+def _copy_in(src: Path, folder: Path) -> dict[str, Any]:
+    entry: dict[str, Any] = {"original": str(src), "name": src.name}
+    if not src.is_file():
+        entry["missing"] = True
+        return entry
+    digest = _sha256(src)
+    entry.update(bytes=src.stat().st_size, sha256=digest)
+    same = folder / src.name
+    if same.is_file() and same.stat().st_size == entry["bytes"] and _sha256(same) == digest:
+        entry["stored_as"] = same.name  # already kept by an earlier quarantine of this load
+        return entry
+    dest = _free_name(folder, src.name)
+    part = dest.with_name(dest.name + f".part-{os.getpid()}")
+    shutil.copy2(src, part)
+    os.replace(part, dest)
+    entry["stored_as"] = dest.name
+    return entry
+
+
+def quarantine_batch(
+    *,
+    source: str,
+    billing_period: str,
+    load_id: str,
+    raw_files: list[Path],
+    report: ValidationReport | None = None,
+    error: str | None = None,
+) -> Path:
+    """Copy raw files + write report.json (and gx_result.json) under the quarantine dir; return it."""
+    folder = quarantine_dir(source, billing_period, load_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = [_copy_in(Path(f), folder) for f in raw_files]
+    body = report.to_json_dict() if report is not None else None
+    gx = body.pop("gx_result", None) if body else None
+    gx_path = _write_new(folder, "gx_result.json", gx) if gx else None
+    _write_new(
+        folder,
+        "report.json",
+        {
+            "source": source,
+            "billing_period": billing_period,
+            "load_id": load_id,
+            "quarantined_at": datetime.now(UTC).isoformat(),
+            "error": error,
+            "files": files,
+            "validation": body,
+            "gx_result_file": gx_path.name if gx_path else None,
+        },
+    )
+    return folder

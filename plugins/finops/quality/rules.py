@@ -1,0 +1,156 @@
+"""The validation rules for a FOCUS staging batch, derived from `finops.focus.schema` (pure data).
+
+Why a plain rule list before Great Expectations: the rules are what we mean (column, rule,
+message); `suite.py` translates them into GX expectations. Keeping them GX-free makes them
+cheap to import and test, and lets the failure text name the column and rule exactly.
+
+Every SQL fragment here is built from our own schema identifiers and from the batch's
+billing period after it matched `YYYY-MM`; no data or user string is ever spliced in. Values
+from config (the source name) travel as expectation value sets, which GX binds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from finops.focus.schema import COLUMNS, SERVICE_SUBCATEGORIES, Kind
+from finops.quality.currencies import ISO_4217
+
+RuleKind = Literal["not_null", "in_set", "pair_in_set", "rows"]
+PERIOD_RE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One check. `column` is the column a failure names; `rule` a short stable id."""
+
+    column: str
+    rule: str
+    kind: RuleKind
+    message: str
+    values: tuple = ()  # in_set: allowed values; pair_in_set: allowed (column, other) pairs
+    other: str | None = None  # pair_in_set: second column
+    where: str | None = None  # rows: SQL predicate that selects the offending rows
+    needs: tuple[str, ...] = field(default=())  # every column the check reads
+
+    @property
+    def key(self) -> str:
+        return f"{self.column}:{self.rule}"
+
+
+def check_period(billing_period: str) -> str:
+    if not isinstance(billing_period, str) or not PERIOD_RE.match(billing_period):
+        raise ValueError(f"billing_period must be YYYY-MM, got {billing_period!r}")
+    return billing_period
+
+
+def _json_object(col: str) -> str:
+    # CASE keeps json_type() away from invalid text (it would raise instead of answering).
+    return f"{col} IS NOT NULL AND CASE WHEN json_valid({col}) THEN json_type({col}::JSON) <> 'OBJECT' ELSE true END"
+
+
+def build_rules(billing_period: str, source: str | None = None) -> list[Rule]:
+    """All rules for a batch of `source` in `billing_period`, generated from the FOCUS schema."""
+    period = check_period(billing_period)
+    rules: list[Rule] = []
+    for c in COLUMNS:
+        s = c.snake
+        if not c.nullable:
+            rules.append(Rule(s, "not_null", "not_null", "null values in a not-null column", needs=(s,)))
+        if c.allowed:
+            rules.append(
+                Rule(
+                    s, "allowed_values", "in_set", "values outside allowed set", tuple(c.allowed), needs=(s,)
+                )
+            )
+        if c.kind is Kind.JSON:
+            rules.append(
+                Rule(s, "json_object", "rows", "not a valid JSON object", where=_json_object(s), needs=(s,))
+            )
+    for s in ("billing_currency", "pricing_currency"):
+        rules.append(
+            Rule(
+                s, "iso_4217", "in_set", "not an ISO 4217 currency code", tuple(sorted(ISO_4217)), needs=(s,)
+            )
+        )
+    rules.append(
+        Rule(
+            "service_subcategory",
+            "parent_category",
+            "pair_in_set",
+            "subcategory does not belong to service_category",
+            tuple((sub, parent) for sub, parent in SERVICE_SUBCATEGORIES.items()),
+            other="service_category",
+            needs=("service_subcategory", "service_category"),
+        )
+    )
+    bps, bpe, cps, cpe = (
+        "billing_period_start",
+        "billing_period_end",
+        "charge_period_start",
+        "charge_period_end",
+    )
+    rules += [
+        Rule(
+            bps,
+            "matches_batch_period",
+            "rows",
+            f"billing period start not in batch period {period}",
+            where=f"strftime({bps}, '%Y-%m') <> '{period}'",
+            needs=(bps,),
+        ),
+        Rule(
+            bpe,
+            "after_start",
+            "rows",
+            "billing period end not after its start",
+            where=f"{bpe} <= {bps}",
+            needs=(bps, bpe),
+        ),
+        Rule(
+            cps,
+            "after_end",
+            "rows",
+            "charge period start not before its end",
+            where=f"{cps} >= {cpe}",
+            needs=(cps, cpe),
+        ),
+        Rule(
+            cps,
+            "inside_billing_period",
+            "rows",
+            "charge period starts before its billing period",
+            where=f"{cps} < {bps}",
+            needs=(cps, bps),
+        ),
+        Rule(
+            cpe,
+            "inside_billing_period",
+            "rows",
+            "charge period ends after its billing period",
+            where=f"{cpe} > {bpe}",
+            needs=(cpe, bpe),
+        ),
+        Rule(
+            "x_billing_period",
+            "matches_batch",
+            "in_set",
+            "rows of another billing period",
+            (period,),
+            needs=("x_billing_period",),
+        ),
+    ]
+    if source is not None:
+        rules.append(
+            Rule(
+                "x_source",
+                "matches_batch",
+                "in_set",
+                "rows of another source",
+                (source,),
+                needs=("x_source",),
+            )
+        )
+    return rules

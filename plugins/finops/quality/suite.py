@@ -1,0 +1,47 @@
+"""Turn `rules.Rule`s into a Great Expectations ExpectationSuite (GX imported lazily).
+
+Each expectation carries `meta.rule = Rule.key`, so a GX result maps back to the column and
+rule that the failure message names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from finops.quality.rules import Rule
+
+
+def to_expectation(rule: Rule) -> Any:
+    import great_expectations.expectations as gxe
+
+    meta = {"rule": rule.key, "column": rule.column, "message": rule.message}
+    if rule.kind == "not_null":
+        return gxe.ExpectColumnValuesToNotBeNull(column=rule.column, meta=meta)
+    if rule.kind == "in_set":
+        return gxe.ExpectColumnValuesToBeInSet(column=rule.column, value_set=list(rule.values), meta=meta)
+    if rule.kind == "pair_in_set":
+        return gxe.ExpectColumnPairValuesToBeInSet(
+            column_A=rule.column,
+            column_B=rule.other,
+            value_pairs_set=[tuple(p) for p in rule.values],
+            ignore_row_if="either_value_is_missing",
+            meta=meta,
+        )
+    if rule.kind == "rows":
+        cols = ", ".join(dict.fromkeys(rule.needs))
+        return gxe.UnexpectedRowsExpectation(
+            unexpected_rows_query=f"SELECT {cols} FROM {{batch}} WHERE {rule.where}",
+            description=f"{rule.column}: {rule.message}",
+            meta=meta,
+        )
+    raise ValueError(f"unknown rule kind {rule.kind!r}")
+
+
+def build_suite(rules: list[Rule], name: str = "focus_staging") -> Any:
+    """A GX ExpectationSuite holding one expectation per rule, in rule order."""
+    import great_expectations as gx
+
+    suite = gx.ExpectationSuite(name=name)
+    for r in rules:
+        suite.add_expectation(to_expectation(r))
+    return suite
