@@ -6,11 +6,11 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from finops.policies.actions.aws import AwsActions
 from finops.policies.decide import format_mark
 from finops.policies.engine import CapExceeded, Cloud, run_policy
 from finops.policies.inventory.aws import AwsInventory
+
 from tests.fixtures.policies import pol_put_gpu
 
 OWNER = {"owner": "alice@example.com", "team": "ml"}

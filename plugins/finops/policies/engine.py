@@ -81,7 +81,11 @@ def _decide(policy: Policy, cloud: Cloud, r: Resource, now: datetime) -> Decisio
 
 
 def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str = "warning") -> None:
+    """Tell the owner (routed by the team tag). A dry run tells nobody: nothing happened."""
     r = d.resource
+    if dry_run:
+        log.info("dry run: would notify %s about %s (%s)", d.owner, r.resource_id, what)
+        return
     emit(
         AlertEvent(
             kind="policy_notice",
@@ -92,7 +96,7 @@ def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str
             facts={
                 "policy": policy.name, "provider": r.provider, "account": r.account, "region": r.region,
                 "resource_id": r.resource_id, "resource_name": r.name, "owner": d.owner or "(no owner tag)",
-                "action": what, "grace_until": d.evidence.get("grace_until"), "dry_run": dry_run,
+                "action": what, "grace_until": d.evidence.get("grace_until"),
             },
             dedup_key=f"policy:{policy.name}:{r.provider}:{r.resource_id}:{what}",
         )

@@ -32,11 +32,11 @@ class PolicyError(ValueError):
 
 def normalise_key(key: str) -> str:
     """Tag key identity: case-insensitive, `user:` (AWS cost-allocation) prefix dropped,
-    `-` / space / `.` read as `_`. So `Team`, `team`, `user:team`, `cost-center` ~ `cost_center`."""
+    `-` / `:` / space / `.` read as `_`. So `Team`, `team`, `user:team`, `cost-center` ~ `cost_center`."""
     k = key.strip().casefold()
     if k.startswith("user:"):
         k = k[5:]
-    return re.sub(r"[\s.\-]+", "_", k)
+    return re.sub(r"[\s.:\-]+", "_", k)
 
 
 class _Model(BaseModel):
@@ -179,8 +179,8 @@ class Policy(_Model):
             raise ValueError("a tags policy needs required_tags")
         if self.kind == "idle" and self.idle is None:
             raise ValueError("an idle policy needs an idle rule")
-        if self.kind == "tags" and self.action in ("stop", "terminate"):
-            raise ValueError("tags policies may report, notify or mark; never stop or terminate")
+        if self.kind == "tags" and self.action == "stop":
+            raise ValueError("tags policies may report, notify or mark (terminate: Lambda only, opted in); never stop")
         if self.action == "terminate":
             if not self.allow_terminate:
                 raise ValueError("action terminate needs allow_terminate: true (explicit opt-in)")
@@ -193,9 +193,36 @@ class Policy(_Model):
         return self
 
 
+class Target(_Model):
+    """Where to look: one cloud account (+ regions). Credentials come from the Airflow connection."""
+
+    name: str
+    provider: Provider
+    conn_id: str | None = None
+    account: str | None = Field(default=None, description="AWS account id (else STS), GCP project, Azure subscription")
+    regions: list[str] = ["us-east-1"]
+    base_url: str | None = Field(default=None, description="API root override (GCP compute/ARM/Lambda)")
+    monitoring_url: str | None = Field(default=None, description="GCP Cloud Monitoring root override")
+    gpu_metric_namespace: str | None = Field(default=None, description="Azure Monitor namespace of the GPU metric")
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not _NAME.match(v):
+            raise ValueError("must be 1-63 chars of a-z, 0-9, '_' or '-'")
+        return v
+
+    @model_validator(mode="after")
+    def _account(self) -> Target:
+        if self.provider in ("gcp", "azure") and not self.account:
+            raise ValueError(f"{self.provider} targets need account (GCP project / Azure subscription id)")
+        return self
+
+
 class PolicyFile(_Model):
     version: int = 1
-    policies: list[Policy]
+    targets: list[Target] = []
+    policies: list[Policy] = []
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -205,37 +232,49 @@ def _fmt_loc(loc: tuple[Any, ...]) -> str:
     return out or "(root)"
 
 
-def parse_policies(data: Any, origin: str = "policies.yaml") -> list[Policy]:
+def parse_file(data: Any, origin: str = "policies.yaml") -> PolicyFile:
     if not isinstance(data, dict):
-        raise PolicyError(f"{origin}: (root): expected a mapping with a `policies` list")
+        raise PolicyError(f"{origin}: (root): expected a mapping with `policies` and/or `targets` lists")
     try:
-        pf = PolicyFile.model_validate(data)
+        return PolicyFile.model_validate(data)
     except ValidationError as e:
         lines = [f"{origin}: {_fmt_loc(err['loc'])}: {err['msg']}" for err in e.errors()]
         raise PolicyError("\n".join(lines)) from None
-    return list(pf.policies)
 
 
-def load_policy_file(path: str | Path) -> list[Policy]:
+def parse_policies(data: Any, origin: str = "policies.yaml") -> list[Policy]:
+    return list(parse_file(data, origin).policies)
+
+
+def load_policy_file(path: str | Path) -> PolicyFile:
     p = Path(path)
     try:
         data = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise PolicyError(f"{p}: not valid YAML: {e}") from None
-    return parse_policies(data, origin=str(p))
+    return parse_file(data, origin=str(p))
 
 
-def load_policies(directory: str | Path) -> list[Policy]:
-    """Every `*.yaml` / `*.yml` in a folder; policy names must be unique across files."""
+def load_all(directory: str | Path) -> tuple[list[Policy], list[Target]]:
+    """Every `*.yaml` / `*.yml` in a folder; policy and target names unique across files."""
     d = Path(directory)
     if not d.is_dir():
         raise PolicyError(f"{d}: policies folder not found (policies_dir in finops.yaml)")
-    out: list[Policy] = []
+    policies: list[Policy] = []
+    targets: list[Target] = []
     seen: dict[str, str] = {}
     for f in sorted([*d.glob("*.yaml"), *d.glob("*.yml")]):
-        for pol in load_policy_file(f):
-            if pol.name in seen:
-                raise PolicyError(f"{f}: policy name {pol.name!r} already defined in {seen[pol.name]}")
-            seen[pol.name] = str(f)
-            out.append(pol)
-    return out
+        pf = load_policy_file(f)
+        for kind, items in (("policy", pf.policies), ("target", pf.targets)):
+            for item in items:
+                key = f"{kind}:{item.name}"
+                if key in seen:
+                    raise PolicyError(f"{f}: {kind} name {item.name!r} already defined in {seen[key]}")
+                seen[key] = str(f)
+        policies += pf.policies
+        targets += pf.targets
+    return policies, targets
+
+
+def load_policies(directory: str | Path) -> list[Policy]:
+    return load_all(directory)[0]

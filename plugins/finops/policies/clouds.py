@@ -1,0 +1,81 @@
+"""Build `engine.Cloud` pairs (inventory + actions) from policy `targets`, with credentials
+taken only from Airflow connections. A target without conn_id gets no credentials, which
+only makes sense against a local server (base_url) and is refused otherwise."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from finops.policies.engine import Cloud
+from finops.policies.model import Policy, PolicyError, Target
+from finops.policies.rest import TokenProvider
+
+
+def _gcp_token(conn_id: str) -> TokenProvider:
+    from airflow.providers.google.common.hooks.base_google import GoogleBaseHook
+    from google.auth.transport.requests import Request
+
+    creds = GoogleBaseHook(gcp_conn_id=conn_id).get_credentials()
+
+    def token() -> str | None:
+        if not creds.valid:
+            creds.refresh(Request())
+        return creds.token
+
+    return token
+
+
+def _azure_token(conn_id: str) -> TokenProvider:
+    from airflow.sdk import BaseHook
+    from azure.identity import ClientSecretCredential
+
+    c = BaseHook.get_connection(conn_id)
+    extra = c.extra_dejson
+    cred = ClientSecretCredential(extra.get("tenantId") or extra.get("tenant_id"), c.login, c.password)
+    return lambda: cred.get_token("https://management.azure.com/.default").token
+
+
+def _lambda_token(conn_id: str) -> TokenProvider:
+    from airflow.sdk import BaseHook
+
+    key = BaseHook.get_connection(conn_id).password
+    return lambda: key
+
+
+def _token(t: Target, make) -> TokenProvider | None:  # type: ignore[no-untyped-def]
+    if t.conn_id:
+        return make(t.conn_id)
+    if not t.base_url:
+        raise PolicyError(f"target {t.name}: conn_id is required unless base_url points at a local server")
+    return None
+
+
+def build_clouds(target: Target, policy: Policy | None = None) -> Iterator[Cloud]:
+    """One Cloud per region (AWS) or per account (others)."""
+    if target.provider == "aws":
+        from finops.policies.actions.aws import AwsActions
+        from finops.policies.inventory.aws import AwsInventory
+
+        for region in target.regions:
+            conn = target.conn_id or "aws_default"
+            yield Cloud(AwsInventory(conn, region, target.account), AwsActions(conn, region))
+    elif target.provider == "gcp":
+        from finops.policies.actions.gcp import GcpActions
+        from finops.policies.inventory.gcp import COMPUTE, MONITORING, GcpInventory
+
+        inv = GcpInventory(target.account or "", _token(target, _gcp_token), target.base_url or COMPUTE,
+                           target.monitoring_url or target.base_url or MONITORING)
+        yield Cloud(inv, GcpActions(inv))
+    elif target.provider == "azure":
+        from finops.policies.actions.azure import AzureActions
+        from finops.policies.inventory.azure import ARM, AzureInventory
+
+        ainv = AzureInventory(target.account or "", _token(target, _azure_token), target.base_url or ARM,
+                              target.gpu_metric_namespace)
+        yield Cloud(ainv, AzureActions(ainv))
+    else:
+        from finops.policies.actions.lambda_cloud import LambdaActions
+        from finops.policies.inventory.lambda_cloud import LAMBDA, LambdaInventory
+
+        linv = LambdaInventory(target.account or "lambda", _token(target, _lambda_token), target.base_url or LAMBDA)
+        yield Cloud(linv, LambdaActions(linv, allow_terminate=bool(policy and policy.allow_terminate)))
