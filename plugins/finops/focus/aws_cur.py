@@ -431,7 +431,7 @@ def _typed_select(
             keys_seen.add(key)
             entries.append(f"struct_pack(k := {sql_literal(key)}, v := CAST({sql_ident(orig)} AS VARCHAR))")
         out.append(
-            f"map_from_entries(list_filter([{', '.join(entries)}], e -> e.v IS NOT NULL AND e.v <> '')) "
+            f"map_from_entries(list_filter([{', '.join(entries)}], lambda e: e.v IS NOT NULL AND e.v <> '')) "
             "AS resource_tags"
         )
     return f"SELECT {', '.join(out)} FROM {raw}"
