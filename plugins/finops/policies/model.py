@@ -173,6 +173,16 @@ class Policy(_Model):
             raise ValueError("must be lowercase a-z0-9_- (valid as a GCP label key too)")
         return v
 
+    @model_validator(mode="before")
+    @classmethod
+    def _stop_scope_default(cls, data: Any) -> Any:
+        """A stop policy with no explicit providers covers the clouds that can stop (not Lambda)."""
+        if isinstance(data, dict) and data.get("action") == "stop":
+            scope = data.get("scope") or {}
+            if isinstance(scope, dict) and "providers" not in scope:
+                data = {**data, "scope": {**scope, "providers": ["aws", "gcp", "azure"]}}
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Policy:
         if self.kind == "tags" and not self.required_tags:

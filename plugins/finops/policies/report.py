@@ -1,0 +1,105 @@
+"""Violations report: non-compliant resources (latest tag snapshot) per team with the month's
+cost joined from `focus_costs` on resource id, plus the idle-policy decisions of the last days.
+
+Saved under FINOPS_HOME/reports (text + CSV) and returned as text for the task log. Team
+names are tag values (hostile input): bound in SQL, neutralised in CSV cells."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+
+from finops.paths import subdir
+from finops.warehouse.base import Warehouse
+
+
+@dataclass
+class ViolationsReport:
+    text: str
+    path: Path
+    csv_path: Path
+    teams: list[tuple[str, int, Decimal, str | None]]  # team, resources, cost, currency
+
+
+def _filters(provider: str | None, account: str | None, policy: str | None, alias: str = "") -> tuple[str, list]:
+    sql, params = "", []
+    for col, val in (("provider", provider), ("account", account), ("policy", policy)):
+        if val:
+            sql += f" AND {alias}{col} = ?"
+            params.append(val)
+    return sql, params
+
+
+def team_costs(wh: Warehouse, period: str, provider: str | None = None, account: str | None = None,
+               policy: str | None = None) -> list[tuple[str, int, Decimal, str | None]]:
+    where, params = _filters(provider, account, policy)
+    sql = f"""
+        WITH latest AS (
+            SELECT max(snapshot_date) AS d FROM tag_compliance WHERE 1 = 1 {where}
+        ), snap AS (
+            SELECT DISTINCT provider, resource_id, coalesce(team, '(no team)') AS team
+            FROM tag_compliance WHERE compliant = FALSE AND snapshot_date = (SELECT d FROM latest) {where}
+        ), cost AS (
+            SELECT lower(resource_id) AS rid, billing_currency AS cur, sum(effective_cost) AS c
+            FROM focus_costs WHERE x_billing_period = ? AND resource_id IS NOT NULL
+            GROUP BY lower(resource_id), billing_currency
+        )
+        SELECT s.team, count(DISTINCT s.resource_id), coalesce(sum(c.c), 0), max(c.cur)
+        FROM snap s LEFT JOIN cost c
+          ON c.rid = lower(s.resource_id)
+          OR right(c.rid, length(s.resource_id) + 1) = '/' || lower(s.resource_id)
+        GROUP BY s.team, c.cur
+        ORDER BY 3 DESC, 1
+    """
+    rows = wh.query(sql, [*params, *params, period])
+    return [(str(t), int(n), Decimal(str(c)), cur) for t, n, c, cur in rows]
+
+
+def idle_summary(wh: Warehouse, since: datetime, provider: str | None = None, account: str | None = None,
+                 policy: str | None = None) -> list[tuple]:
+    where, params = _filters(provider, account, policy)
+    return wh.query(
+        f"SELECT policy, decision, action, result, count(*) FROM policy_actions "
+        f"WHERE policy_kind = 'idle' AND created_at >= ? {where} GROUP BY 1, 2, 3, 4 ORDER BY 1, 5 DESC",
+        [since.astimezone(UTC).replace(tzinfo=None), *params],
+    )
+
+
+def _cell(v: object) -> str:
+    s = str(v)
+    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s
+
+
+def violations_report(
+    wh: Warehouse, *, period: str | None = None, provider: str | None = None, account: str | None = None,
+    policy: str | None = None, now: datetime | None = None, days: int = 7,
+) -> ViolationsReport:
+    now = now or datetime.now(UTC)
+    period = period or now.strftime("%Y-%m")
+    teams = team_costs(wh, period, provider, account, policy)
+    idle = idle_summary(wh, now - timedelta(days=days), provider, account, policy)
+    scope = ", ".join(f"{k}={v}" for k, v in (("provider", provider), ("account", account), ("policy", policy)) if v)
+    lines = [f"FinOps violations report - billing period {period} - {scope or 'all'} - {now:%Y-%m-%d %H:%M} UTC", ""]
+    lines.append("Non-compliant resources (latest tag snapshot) and their month cost (EffectiveCost):")
+    if teams:
+        lines.append(f"  {'team':<30} {'resources':>9} {'cost':>16} currency")
+        for team, n, cost, cur in teams:
+            lines.append(f"  {team[:30]!s:<30} {n:>9} {cost:>16.2f} {cur or '-'}")
+    else:
+        lines.append("  (none)")
+    lines += ["", f"Idle-policy decisions, last {days} days:"]
+    lines += [f"  {p}: {d} -> {a} ({r}): {n}" for p, d, a, r, n in idle] or ["  (none)"]
+    text = "\n".join(lines) + "\n"
+    out = subdir("reports")
+    stem = f"violations-{period}-{now:%Y%m%dT%H%M%S}"
+    path, csv_path = out / f"{stem}.txt", out / f"{stem}.csv"
+    path.write_text(text)
+    with csv_path.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["team", "resources", "effective_cost", "currency", "billing_period"])
+        for team, n, cost, cur in teams:
+            w.writerow([_cell(team), n, f"{cost:.2f}", cur or "", period])
+    return ViolationsReport(text, path, csv_path, teams)
