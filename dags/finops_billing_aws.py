@@ -1,4 +1,5 @@
-"""AWS billing (CUR 2.0 / legacy CUR / AWS FOCUS export in S3) -> FOCUS 1.2 warehouse, daily."""
+"""Airflow DAG finops_billing_aws: AWS billing (CUR 2.0 / legacy CUR / AWS FOCUS export in S3)
+-> FOCUS 1.2 warehouse, daily. The shape is shared by every provider (billing_dag.py)."""
 
 from finops.orchestration.billing_dag import build_billing_dag
 

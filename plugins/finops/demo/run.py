@@ -61,6 +61,7 @@ def prepare_airflow_env(home: Path) -> Path:
 def moto_server() -> Iterator[str]:
     from moto.server import ThreadedMotoServer
 
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per request otherwise
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -103,6 +104,8 @@ def run_dag(dag_id: str, conf: dict, log_file: Path) -> str:
     if bag.import_errors:
         raise RuntimeError(f"DAG import errors: {bag.import_errors}")
     dag = bag.get_dag(dag_id)
+    if dag is None:
+        raise RuntimeError(f"DAG {dag_id} not found in {REPO_ROOT / 'dags'} (found: {sorted(bag.dags)})")
     buf = io.StringIO()
     with log_file.open("a") as fh, contextlib.redirect_stdout(buf):
         t0 = time.perf_counter()
