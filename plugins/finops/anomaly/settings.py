@@ -1,0 +1,73 @@
+"""finops.yaml `anomaly:` section: monitors and their thresholds (AWS Cost Anomaly Detection
+style: an absolute $ floor AND a % threshold per monitor, plus our robust z)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+MonitorType = Literal["provider", "service", "account", "team", "tag"]
+
+
+class AnomalyConfigError(ValueError):
+    pass
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Monitor(_Model):
+    type: MonitorType
+    tag_key: str | None = Field(default=None, description="for type 'tag': canonical tag key, e.g. project")
+    abs_floor: float | None = Field(default=None, ge=0, description="$ above expected, default from anomaly.abs_floor")
+    pct: float | None = Field(default=None, ge=0, description="share above expected (0.35 = 35 %)")
+    z: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _tag(self) -> Monitor:
+        if (self.type == "tag") != bool(self.tag_key):
+            raise ValueError("tag_key is required for type 'tag' and only allowed there")
+        return self
+
+    @property
+    def name(self) -> str:
+        return f"tag:{self.tag_key}" if self.type == "tag" else self.type
+
+
+class AnomalySettings(_Model):
+    cost_view: Literal["billed", "amortised"] = "amortised"
+    lookback_days: int = Field(default=120, ge=35, le=730)
+    alert_window_days: int = Field(default=3, ge=1, le=31, description="only runs ending this recently alert")
+    gap_days: int = Field(default=2, ge=0, le=7)
+    abs_floor: float = Field(default=50.0, ge=0)
+    pct: float = Field(default=0.35, ge=0)
+    z: float = Field(default=5.0, gt=0)
+    top_contributors: int = Field(default=5, ge=1, le=20)
+    monitors: list[Monitor] = Field(default_factory=lambda: [
+        Monitor(type="provider"), Monitor(type="service"), Monitor(type="account"), Monitor(type="team"),
+    ])
+
+    def thresholds(self, m: Monitor) -> tuple[float, float, float]:
+        return (self.abs_floor if m.abs_floor is None else m.abs_floor, self.pct if m.pct is None else m.pct,
+                self.z if m.z is None else m.z)
+
+
+def parse_settings(data: Any) -> AnomalySettings:
+    try:
+        return AnomalySettings.model_validate(data or {})
+    except ValidationError as e:
+        lines = []
+        for err in e.errors():
+            loc = ".".join(str(p) for p in err["loc"]) or "(root)"
+            lines.append(f"anomaly.{loc}: {err['msg']}")
+        raise AnomalyConfigError("\n".join(lines)) from None
+
+
+def anomaly_settings(section: dict | None = None) -> AnomalySettings:
+    if section is None:
+        from finops.config import get_config
+
+        section = get_config().anomaly
+    return parse_settings(section)

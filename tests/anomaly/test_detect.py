@@ -1,0 +1,102 @@
+"""Detector behaviour on plain series (no warehouse)."""
+
+from __future__ import annotations
+
+import numpy as np
+from finops.anomaly.detect import (
+    Thresholds,
+    detect,
+    nanmedian_last,
+    runs,
+    trailing_mean_baseline,
+    window_median,
+)
+
+RNG = np.random.default_rng(3)
+
+
+def weekly(days=120, level=1000.0, weekend=0.5, noise=0.03, growth=0.0):
+    t = np.arange(days)
+    x = level * np.where(t % 7 >= 5, weekend, 1.0) * np.exp(growth * t)
+    return x * np.exp(RNG.normal(0, noise, days))
+
+
+def test_nanmedian_and_window_median_match_numpy():
+    a = RNG.normal(size=(5, 40))
+    a[1, 3] = np.nan
+    for start, stop in ((-3, 4), (-21, 0), (-7, -2)):
+        got = window_median(a, start, stop)
+        for i in range(5):
+            for t in range(40):
+                w = a[i, max(0, t + start): max(0, t + stop)]
+                w = w[~np.isnan(w)]
+                exp = np.median(w) if w.size else np.nan
+                assert np.isclose(got[i, t], exp, equal_nan=True), (start, stop, i, t)
+    v = np.array([[np.nan, 1, 3, np.nan], [np.nan] * 4])
+    assert nanmedian_last(v)[0] == 2 and np.isnan(nanmedian_last(v)[1])
+
+
+def test_weekly_seasonality_and_steady_growth_are_not_anomalies():
+    x = np.vstack([weekly(), weekly(weekend=0.3), weekly(growth=0.004), weekly(noise=0.08)])
+    assert not detect(x).flags[:, 35:].any()
+    # the 30-day-average rule fires on every Monday of the business-week series
+    assert trailing_mean_baseline(x[1:2])[0, 35:].sum() > 10
+
+
+def test_spike_is_flagged_on_its_day_only():
+    x = weekly()
+    x[100] *= 2.5
+    d = detect(x[None, :])
+    assert np.flatnonzero(d.flags[0]).tolist() == [100]
+    assert d.expected[0, 100] > 800 and d.score[0, 100] > 5
+
+
+def test_level_shift_alerts_from_first_day_as_one_run():
+    x = weekly()
+    x[80:] *= 1.8
+    d = detect(x[None, :])
+    r = runs(d.flags[0])
+    assert r[0][0] == 80 and len(r) == 1
+
+
+def test_slow_ramp_is_caught_during_the_ramp():
+    x = weekly(days=140)
+    x[90:110] *= 1 + np.linspace(0.1, 2.0, 20)
+    x[110:] *= 3.0
+    first = np.flatnonzero(detect(x[None, :]).flags[0])[0]
+    assert 90 <= first < 105
+
+
+def test_holiday_dip_and_drops_do_not_alert_nor_poison_the_next_weeks():
+    x = weekly()
+    x[[60, 61, 88]] *= 0.3
+    assert not detect(x[None, :]).flags[0, 35:].any()
+
+
+def test_new_service_from_zero_alerts_when_above_floor():
+    x = np.zeros((2, 90))
+    x[0, 60:] = 400.0
+    x[1, 60:] = 20.0  # below the $50 floor
+    d = detect(x)
+    assert d.flags[0, 60] and not d.flags[1].any()
+
+
+def test_small_noisy_series_are_kept_quiet_by_the_floor():
+    x = np.abs(RNG.normal(8, 4, (50, 200)))
+    assert not detect(x).flags.any()
+    assert trailing_mean_baseline(x)[:, 35:].sum() > 500
+
+
+def test_per_series_thresholds_broadcast():
+    x = np.vstack([weekly(), weekly()])
+    x[:, 100] *= 1.6
+    d = detect(x, abs_floor=np.array([50.0, 1e6]), pct=np.array([0.35, 0.35]))
+    assert d.flags[0, 100] and not d.flags[1, 100]
+    assert not detect(x, Thresholds(pct=0.9)).flags[:, 100].any()
+
+
+def test_runs_bridge_short_gaps():
+    f = np.zeros(20, bool)
+    f[[2, 3, 6, 12]] = True
+    assert runs(f, max_gap=2) == [(2, 6), (12, 12)]
+    assert runs(f, max_gap=0) == [(2, 3), (6, 6), (12, 12)]
