@@ -20,7 +20,9 @@ os.environ.setdefault("FINOPS_CONFIG", str(REPO / "include" / "config" / "finops
 os.environ["AIRFLOW_HOME"] = str(_SESSION_TMP / "airflow")
 os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
 os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO / "dags")
-os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO / "plugins")
+# The package is an installed plugin (entry point). Never point plugins_folder at plugins/: Airflow
+# would exec every module there as a top-level file (and finops/warehouse/ would shadow stdlib names).
+os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(_SESSION_TMP / "airflow" / "plugins")
 os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{_SESSION_TMP}/airflow/airflow.db"
 os.environ["AIRFLOW__CORE__EXECUTION_API_SERVER_URL"] = "http://127.0.0.1:8080/execution/"
 os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "INFO")

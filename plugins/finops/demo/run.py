@@ -47,7 +47,9 @@ def prepare_airflow_env(home: Path) -> Path:
     os.environ.setdefault("AIRFLOW__DATABASE__SQL_ALCHEMY_CONN", f"sqlite:///{af}/airflow.db")
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
     os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(REPO_ROOT / "dags")
-    os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(REPO_ROOT / "plugins")
+    # The package is an installed plugin (entry point); an empty plugins folder keeps Airflow from
+    # exec-ing every module of plugins/ as a top-level file.
+    os.environ["AIRFLOW__CORE__PLUGINS_FOLDER"] = str(af / "plugins")
     os.environ.setdefault("AIRFLOW__LOGGING__BASE_LOG_FOLDER", str(af / "logs"))
     stamp = af / ".migrated"
     if not stamp.exists():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from finops.warehouse.types import focus_costs_ddl
+from finops.warehouse.sqltypes import focus_costs_ddl
 
 VERSION = 1
 DESCRIPTION = "focus_costs, load_log, quarantine"
