@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from finops.focus.schema import BY_SNAKE, COLUMNS, Kind
-from finops.warehouse.types import sql_type
+from finops.warehouse.sqltypes import sql_type
 
 _PERIOD = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 
