@@ -620,7 +620,8 @@ def _legacy_table(tbl: pa.Table, fmt: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def write_legacy_period(root: Path, spec: GenSpec, *, report_name: str = "finops-cur", fmt: str = "csv") -> Delivery:
+def write_legacy_period(root: Path, spec: GenSpec, *, report_name: str = "finops-cur", fmt: str = "csv",
+                        prefix: str = "", bucket: str = "billing") -> Delivery:
     """Write a legacy CUR delivery (csv.gz or parquet) with assembly folder + manifests."""
     assembly = spec.execution_id
     rng = f"{spec.start:%Y%m%d}-{spec.end:%Y%m%d}"
@@ -654,8 +655,8 @@ def write_legacy_period(root: Path, spec: GenSpec, *, report_name: str = "finops
         "reportId": hashlib.sha256(report_name.encode()).hexdigest(),
         "reportName": report_name,
         "billingPeriod": {"start": f"{spec.start:%Y%m%dT000000.000Z}", "end": f"{spec.end:%Y%m%dT000000.000Z}"},
-        "bucket": "billing",
-        "reportKeys": [rel_data],
+        "bucket": bucket,
+        "reportKeys": [f"{prefix.strip('/')}/{rel_data}" if prefix.strip("/") else rel_data],  # bucket-relative
         "compression": "GZIP" if fmt == "csv" else "Parquet",
         "contentType": "text/csv" if fmt == "csv" else "Parquet",
         "columns": [{"category": n.split("/")[0], "name": n.split("/")[-1]} for n in LEGACY_NAMES.values()],

@@ -1,0 +1,97 @@
+"""AWS CUR extractor against a real moto S3 server, through the Amazon provider's S3Hook."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from finops.demo.cur_generator import GenSpec
+from finops.sources import aws_cur
+from finops.sources.aws_cur import ManifestError
+
+PREFIX = "exports/finops-export"
+
+
+def test_cur2_newest_manifest_and_download(awsb_bucket, awsb_source, awsb_deliver, finops_home):
+    d = awsb_deliver(GenSpec("2025-01", rows=300, seed=1))
+    src = awsb_source()
+    batch = aws_cur.fetch_batch(src, "2025-01")  # client built from the Airflow connection (endpoint_url extra)
+    assert batch is not None
+    assert batch.manifest_key == f"{PREFIX}/{d.manifest_key}"
+    assert batch.assembly_id == d.execution_id and batch.provider == "aws" and batch.source == "main-payer"
+    assert len(batch.files) == 1 and batch.files[0].exists()
+    assert batch.files[0].is_relative_to(finops_home / "raw" / "main-payer" / "2025-01" / d.execution_id)
+    assert batch.files[0].read_bytes() == (awsb_bucket.workdir / "d1" / d.data_keys[0]).read_bytes()
+    assert batch.fingerprint.startswith(d.execution_id + "|")
+    again = aws_cur.fetch_batch(src, "2025-01")
+    assert again is not None and again.fingerprint == batch.fingerprint  # stable delivery id
+    assert aws_cur.available_periods(src) == ["2025-01"]
+
+
+def test_restated_delivery_wins_and_old_snapshot_is_dropped(awsb_bucket, awsb_source, awsb_deliver, finops_home):
+    first = awsb_deliver(GenSpec("2025-02", rows=200, seed=1))
+    b1 = aws_cur.fetch_batch(awsb_source(), "2025-02")
+    time.sleep(1.1)  # S3 LastModified has 1 s resolution
+    second = awsb_deliver(GenSpec("2025-02", rows=200, seed=1, restatement=1))
+    b2 = aws_cur.fetch_batch(awsb_source(), "2025-02")
+    assert b1 and b2 and b2.assembly_id == second.execution_id != first.execution_id
+    assert b2.fingerprint != b1.fingerprint
+    assert not b1.files[0].exists()  # older snapshot removed from the raw cache
+    # both data folders are still in S3: only the manifest decides what counts
+    assert len([k for k in awsb_bucket.keys(f"{PREFIX}/data/") if k.endswith(".parquet")]) == 2
+
+
+def test_data_without_manifest_is_ignored(awsb_bucket, awsb_source, finops_home, caplog):
+    awsb_bucket.put(f"{PREFIX}/data/BILLING_PERIOD=2025-03/x/finops-export-00001.snappy.parquet", b"PAR1 stray")
+    with caplog.at_level("WARNING"):
+        assert aws_cur.fetch_batch(awsb_source(), "2025-03") is None
+    assert "without a manifest" in caplog.text
+    scan = aws_cur.scan_cur2(awsb_bucket.client, awsb_bucket.name, PREFIX, "2025-03")
+    assert scan.manifest_key is None and len(scan.orphan_data_keys) == 1
+    assert aws_cur.fetch_batch(awsb_source(), "2025-04") is None  # nothing at all
+
+
+def test_manifest_listing_missing_files_is_an_error(awsb_bucket, awsb_source, finops_home):
+    manifest = {
+        "executionId": "exec-1", "billingPeriod": {"start": "2025-05-01T00:00:00.000Z"},
+        "dataFiles": [f"s3://{awsb_bucket.name}/{PREFIX}/data/BILLING_PERIOD=2025-05/exec-1/gone-00001.snappy.parquet"],
+    }
+    awsb_bucket.put(f"{PREFIX}/metadata/BILLING_PERIOD=2025-05/finops-export-Manifest.json", json.dumps(manifest))
+    with pytest.raises(ManifestError, match="missing from s3://billing.*gone-00001"):
+        aws_cur.fetch_batch(awsb_source(), "2025-05")
+
+
+@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", json.dumps({"executionId": "e"}).encode()])
+def test_broken_manifest_is_an_error(awsb_bucket, awsb_source, finops_home, body):
+    awsb_bucket.put(f"{PREFIX}/metadata/BILLING_PERIOD=2025-06/finops-export-Manifest.json", body)
+    with pytest.raises(ManifestError):
+        aws_cur.fetch_batch(awsb_source(), "2025-06")
+
+
+def test_manifest_cannot_point_outside_the_bucket(awsb_bucket, awsb_source, finops_home):
+    manifest = {"executionId": "e", "dataFiles": ["s3://someone-elses-bucket/secret.parquet"]}
+    awsb_bucket.put(f"{PREFIX}/metadata/BILLING_PERIOD=2025-07/finops-export-Manifest.json", json.dumps(manifest))
+    with pytest.raises(ManifestError, match="outside the source bucket"):
+        aws_cur.fetch_batch(awsb_source(), "2025-07")
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_legacy_cur_assembly(awsb_bucket, awsb_source, awsb_deliver, finops_home, fmt):
+    prefix = "cur/finops-cur"
+    old = awsb_deliver(GenSpec("2025-01", rows=150, seed=2), prefix=prefix, fmt=fmt)
+    time.sleep(1.1)
+    new = awsb_deliver(GenSpec("2025-01", rows=150, seed=2, restatement=1), prefix=prefix, fmt=fmt)
+    src = awsb_source(fmt="cur_legacy", prefix=prefix)
+    batch = aws_cur.fetch_batch(src, "2025-01")
+    assert batch is not None and batch.assembly_id == new.execution_id != old.execution_id
+    assert batch.manifest_key == f"{prefix}/20250101-20250201/finops-cur-Manifest.json"
+    assert [p.name.split("-", 1)[1] for p in batch.files] == [new.data_keys[0].rsplit("/", 1)[1]]
+    assert aws_cur.available_periods(src) == ["2025-01"]
+
+
+def test_bad_period_and_format_rejected(awsb_source):
+    with pytest.raises(ValueError, match="YYYY-MM"):
+        aws_cur.scan_cur2(None, "b", "p", "2025-13")
+    with pytest.raises(ValueError, match="unknown AWS billing format"):
+        aws_cur.converter_for("cur3")
