@@ -185,7 +185,7 @@ def collect(launched: dict[str, Any], read: Callable[[str], str], wh: Warehouse)
             if launched.get("launched_at") else None)
     except Exception as e:
         report_failure(wh, launched, "failed", f"collect {uri}: {type(e).__name__}: {e}", kind="collect")
-        raise CollectError(f"collect {uri}: {e}") from e
+        raise CollectError(f"collect {uri}: {type(e).__name__}: {e}") from e
     return n
 
 

@@ -82,7 +82,7 @@ CUDA_QUICK = Profile(
 
 CPU = Profile(
     name="cpu",
-    matmul_shapes={k: [(128, 128, 128), (256, 256, 256)] for k in ("fp32", "fp16", "bf16")},
+    matmul_shapes={k: [(128, 128, 128), (256, 256, 256)] for k in ("fp32", "tf32", "fp16", "bf16", "fp8")},
     matmul_repeats=3,
     matmul_target_s=0.01,
     copy_bytes=32 * MiB,

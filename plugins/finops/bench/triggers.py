@@ -1,7 +1,7 @@
 """Deferrable wait for a benchmark's results object (runs in the triggerer, not a worker slot).
 
 One trigger for every results store: `s3://` is polled asynchronously through the Amazon
-provider's async hook (aiobotocore); `gs://` and Azure Blob (`https://<acct>.blob...`) through
+provider's async hook (aiobotocore, when installed; else the sync hook in a thread); `gs://` and Azure Blob (`https://<acct>.blob...`) through
 their providers' sync hooks in a thread. Fires {"status": "found"} or {"status": "timeout"}.
 """
 
@@ -14,6 +14,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+try:  # the Amazon provider's async hooks need aiobotocore (its `aiobotocore` extra)
+    import aiobotocore  # noqa: F401
+
+    _HAVE_AIOBOTOCORE = True
+except ImportError:  # then poll through the sync hook in a thread: same result, one thread per poll
+    _HAVE_AIOBOTOCORE = False
 
 
 def split_uri(uri: str) -> tuple[str, str, str]:
@@ -72,7 +79,7 @@ class BenchResultsTrigger(BaseTrigger):
         })
 
     async def exists(self) -> bool:
-        if self.uri.startswith("s3://"):
+        if self.uri.startswith("s3://") and _HAVE_AIOBOTOCORE:
             return await _exists_s3_async(self.uri, self.conn_id)
         return await asyncio.to_thread(_exists_sync, self.uri, self.conn_id)
 

@@ -7,7 +7,6 @@ power-off after its TTL terminates the instance), tags on instance and volumes, 
 
 from __future__ import annotations
 
-import base64
 import logging
 from typing import Any
 
@@ -51,7 +50,7 @@ class AwsLauncher:
             "MinCount": 1,
             "MaxCount": 1,
             "ClientToken": spec.bench_run_id,
-            "UserData": base64.b64encode(spec.user_data.encode()).decode(),
+            "UserData": spec.user_data,  # boto3 base64-encodes it
             "InstanceInitiatedShutdownBehavior": "terminate",
             "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}, {"ResourceType": "volume", "Tags": tags}],
             "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
@@ -70,7 +69,11 @@ class AwsLauncher:
         return p
 
     def launch(self, spec: LaunchSpec) -> list[str]:
-        alive = [i for i in self.find() if i.bench_run_id != spec.bench_run_id]
+        alive = self.find()
+        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id]
+        if mine:  # a retried task: the instance is already there (ClientToken covers the API side)
+            log.info("bench run %s already has %s: not launching again", spec.bench_run_id, mine)
+            return mine
         if len(alive) >= self.max_running:
             raise CapReached(f"{len(alive)} benchmark instances alive in {spec.region} (cap {self.max_running})")
         try:

@@ -1,0 +1,264 @@
+"""The whole benchmark lifecycle against moto EC2 + S3, with a failure injected at every step:
+nothing may be left running, and every failure must be reported (runs table, audit, alert)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+
+import botocore.exceptions
+import pytest
+import requests
+from finops.bench import lifecycle
+from finops.bench.launchers.aws import AwsLauncher
+from finops.bench.launchers.base import CapReached, LaunchError, TerminateError
+from finops.bench.operators import make_presign, make_reader
+from finops.bench.triggers import BenchResultsTrigger
+
+DAG_RUN = "scheduled__2026-11-16T06:00:00+00:00"
+
+
+def _launcher(bench_ec2, settings, idx=0):
+    client, _ = bench_ec2
+    return AwsLauncher(client, settings.targets[idx], max_running=settings.max_running)
+
+
+def _prepared(settings, idx=0, run=DAG_RUN):
+    targets, _ = lifecycle.plan(settings)
+    return lifecycle.prepare(settings, targets[idx], run)
+
+
+def _alive(client) -> list[str]:
+    res = client.describe_instances(Filters=[{"Name": "instance-state-name",
+                                              "Values": ["pending", "running", "stopping", "stopped"]}])
+    return [i["InstanceId"] for r in res["Reservations"] for i in r["Instances"]]
+
+
+def _upload_url(client, instance_id: str) -> str:
+    """Read the user data back from EC2 and pull out the pre-signed URL the instance would PUT to."""
+    ud = client.describe_instance_attribute(InstanceId=instance_id, Attribute="userData")["UserData"]["Value"]
+    script = base64.b64decode(ud).decode()
+    m = re.search(r"--upload-file \"\$OUT\" '([^']+)'", script)
+    assert m, script[-500:]
+    return m.group(1)
+
+
+def _instance_puts(url: str, body: str) -> None:
+    r = requests.put(url, data=body.encode(), headers={"Content-Type": "application/json"}, timeout=10)
+    assert r.status_code == 200, r.text
+
+
+def _wait(launched, settings, timeout_s=5.0, poll_s=0.05):
+    trig = BenchResultsTrigger(launched["results_uri"], settings.results_conn_id, timeout_s=timeout_s, poll_s=poll_s)
+
+    async def first():
+        async for ev in trig.run():
+            return ev.payload
+
+    return asyncio.run(first())
+
+
+def _runs(wh):
+    return wh.query("SELECT bench_run_id, status, errors FROM gpu_benchmark_runs")
+
+
+def test_happy_path_launch_wait_collect_terminate(bench_ec2, bench_settings, duckdb_wh, aws_conn):
+    client, image = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                                presign=make_presign(aws_conn))
+    [iid] = launched["instance_ids"]
+    desc = client.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
+    tags = {t["Key"]: t["Value"] for t in desc["Tags"]}
+    assert tags["finops:benchmark"] == "true"
+    assert tags["finops:bench-run-id"] == prepared["bench_run_id"]
+    assert tags["finops:run-id"] == DAG_RUN and tags["finops:dag-id"] == "finops_gpu_benchmark"
+    assert tags["finops:expires-at"] == prepared["expires_at"]
+    assert desc["ImageId"] == image and desc["InstanceType"] == "p5.48xlarge"
+    behaviour = client.describe_instance_attribute(InstanceId=iid, Attribute="instanceInitiatedShutdownBehavior")
+    assert behaviour["InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
+
+    # idempotent retry: the same ClientToken gives the same instance, not a second one
+    again = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                             presign=make_presign(aws_conn))
+    assert again["instance_ids"] == [iid]
+    assert _alive(client) == [iid]
+
+    # not there yet -> a short wait times out; then "the instance" uploads and the wait finds it
+    assert _wait(launched, bench_settings, timeout_s=0.2)["status"] == "timeout"
+    from tests.fixtures.bench import BENCH_DOC
+
+    _instance_puts(_upload_url(client, iid), json.dumps(BENCH_DOC))
+    assert _wait(launched, bench_settings)["status"] == "found"
+
+    n = lifecycle.collect(launched | {"dag_run_id": DAG_RUN}, make_reader(aws_conn), duckdb_wh)
+    assert n == len(BENCH_DOC["results"])
+    rows = duckdb_wh.query("SELECT metric, dtype, value, gpu_count, pricing_model FROM gpu_benchmarks "
+                           "WHERE metric = 'matmul_tflops' ORDER BY dtype")
+    assert rows == [("matmul_tflops", "bf16", 760.0, 8, "spot"), ("matmul_tflops", "fp32", 51.0, 8, "spot")]
+    [(bid, status, errors)] = _runs(duckdb_wh)
+    assert (bid, status) == (prepared["bench_run_id"], "ok")
+    assert "transfer: RuntimeError: boom" in json.loads(errors)[0]  # a failed section is reported
+
+    rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    assert rep.terminated == [iid] and not rep.errors
+    assert _alive(client) == []
+    actions = duckdb_wh.query("SELECT action, result, resource_id FROM policy_actions ORDER BY created_at")
+    assert ("terminate", "ok", iid) in actions
+    assert sum(1 for a in actions if a[:2] == ("launch", "ok")) == 2
+
+
+def test_launch_fails_after_instance_was_created(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
+    client, _ = bench_ec2
+
+    def lost_reply(**kwargs):  # the instance exists, but the caller never hears about it
+        raise botocore.exceptions.ReadTimeoutError(endpoint_url="moto")
+
+    client.meta.events.register("after-call.ec2.RunInstances", lost_reply)
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    with pytest.raises(LaunchError) as err:
+        lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                         presign=make_presign(aws_conn))
+    client.meta.events.unregister("after-call.ec2.RunInstances", lost_reply)
+    assert err.value.cleaned
+    assert _alive(client) == []  # the launcher found it by tag and terminated it
+    [(_, status, errors)] = _runs(duckdb_wh)
+    assert status == "failed" and "launch" in json.loads(errors)[0]
+    assert duckdb_wh.query("SELECT result FROM policy_actions WHERE action = 'launch'") == [("failed",)]
+    assert [e.kind for e in bench_alerts] == ["benchmark_launch_failed"]
+    # teardown still runs and finds nothing left
+    rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    assert rep.terminated == []
+
+
+def test_results_never_arrive(bench_ec2, bench_settings, finops_home, aws_conn, bench_alerts):
+    from finops.bench.operators import WaitForBenchResultsOperator
+    from finops.warehouse import connect
+
+    client, _ = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=None,
+                                presign=make_presign(aws_conn))
+    event = _wait(launched, bench_settings, timeout_s=0.3)
+    assert event["status"] == "timeout" and event["polls"] >= 1 and event["waited_s"] >= 0.3
+    op = WaitForBenchResultsOperator(task_id="wait", launched=launched | {"dag_run_id": DAG_RUN})
+    with pytest.raises(TimeoutError, match="never arrived"):
+        op.execute_complete({}, event)
+    wh = connect()
+    try:
+        assert [r[1] for r in _runs(wh)] == ["timeout"]
+        rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=wh, poll_s=0.01, sleep=lambda s: None)
+    finally:
+        wh.close()
+    assert rep.terminated == launched["instance_ids"]
+    assert _alive(client) == []
+    assert "benchmark_wait_failed" in [e.kind for e in bench_alerts]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("not json {", "JSONDecodeError"),
+    (json.dumps({"error": "benchmark exited 137 without a result", "host": "ip-10-0-0-1"}), "exited 137"),
+    (json.dumps({"schema_version": 1, "suite": "finops.bench"}), "required property"),
+])
+def test_collect_fails_then_teardown(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts, body, message):
+    client, _ = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                                presign=make_presign(aws_conn))
+    _instance_puts(_upload_url(client, launched["instance_ids"][0]), body)
+    with pytest.raises(lifecycle.CollectError, match=message):
+        lifecycle.collect(launched, make_reader(aws_conn), duckdb_wh)
+    assert duckdb_wh.query("SELECT count(*) FROM gpu_benchmarks") == [(0,)]
+    [(_, status, errors)] = _runs(duckdb_wh)
+    assert status == "failed" and message in json.loads(errors)[0]
+    lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    assert _alive(client) == []
+    assert [e.kind for e in bench_alerts] == ["benchmark_collect_failed"]
+
+
+def test_terminate_fails_then_succeeds(bench_ec2, bench_settings, duckdb_wh, aws_conn):
+    client, _ = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                                presign=make_presign(aws_conn))
+    failures = {"left": 2}
+
+    def flaky(**kwargs):
+        if failures["left"]:
+            failures["left"] -= 1
+            raise botocore.exceptions.ClientError(
+                {"Error": {"Code": "RequestLimitExceeded", "Message": "Request limit exceeded."}}, "TerminateInstances")
+
+    client.meta.events.register("before-call.ec2.TerminateInstances", flaky)
+    waits: list[float] = []
+    try:
+        rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=waits.append)
+    finally:
+        client.meta.events.unregister("before-call.ec2.TerminateInstances", flaky)
+    assert len(rep.errors) == 2 and "RequestLimitExceeded" in rep.errors[0]
+    assert waits[:2] == [0.02, 0.04]  # exponential backoff between failed attempts
+    assert rep.terminated == launched["instance_ids"]
+    assert _alive(client) == []
+
+
+def test_terminate_never_succeeds_is_loud(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
+    client, _ = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                                presign=make_presign(aws_conn))
+
+    def broken(**kwargs):
+        raise botocore.exceptions.ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "no"}},
+                                              "TerminateInstances")
+
+    client.meta.events.register("before-call.ec2.TerminateInstances", broken)
+    try:
+        with pytest.raises(TerminateError, match="still alive"):
+            lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, timeout_s=0.05, poll_s=0.01,
+                                sleep=lambda s: None)
+    finally:
+        client.meta.events.unregister("before-call.ec2.TerminateInstances", broken)
+    assert [e.severity for e in bench_alerts if e.kind == "benchmark_instance_left_running"] == ["critical"]
+    assert duckdb_wh.query("SELECT resource_id FROM policy_actions WHERE action='terminate' AND result='failed'") \
+        == [(launched["instance_ids"][0],)]
+    lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    assert _alive(client) == []
+
+
+def test_dry_run_launches_nothing_and_audits(bench_ec2, bench_settings, duckdb_wh):
+    client, _ = bench_ec2
+    prepared = _prepared(bench_settings)
+    out = lifecycle.launch(prepared, bench_settings, _launcher(bench_ec2, bench_settings), dry_run=True,
+                           wh=duckdb_wh, presign=None)
+    assert out["dry_run"] and out["instance_ids"] == [] and 0 < out["user_data_bytes"] < 16 * 1024
+    assert _alive(client) == []
+    assert duckdb_wh.query("SELECT action, result, dry_run FROM policy_actions") == [("launch", "dry_run", True)]
+    assert [r[1] for r in _runs(duckdb_wh)] == ["dry_run"]
+
+
+def test_cap_on_running_instances(bench_ec2, bench_settings, duckdb_wh, aws_conn):
+    client, _ = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    launcher.max_running = 1
+    lifecycle.launch(_prepared(bench_settings, run="r1"), bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                     presign=make_presign(aws_conn))
+    with pytest.raises(CapReached):
+        lifecycle.launch(_prepared(bench_settings, run="r2"), bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                         presign=make_presign(aws_conn))
+    assert len(_alive(client)) == 1
+
+
+def test_plan_caps_and_rejects_unknown_targets(bench_settings):
+    chosen, dropped = lifecycle.plan(bench_settings, max_instances=1)
+    assert [t["key"] for t in chosen] == ["aws/us-east-1/p5.48xlarge/spot"]
+    assert dropped == ["aws/us-east-1/p4d.24xlarge/ondemand"]
+    with pytest.raises(ValueError, match="unknown benchmark targets"):
+        lifecycle.plan(bench_settings, only=["aws/nowhere/x/spot"])
