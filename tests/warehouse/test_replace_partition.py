@@ -171,3 +171,20 @@ def test_postgres_concurrent_replace_of_one_partition_never_duplicates(pg_dsn, p
         t.join(60)
     assert not errors, errors
     assert pg_wh.query("SELECT count(*) FROM focus_costs")[0][0] == 300
+
+
+def test_files_may_differ_in_optional_columns(any_wh, tmp_path):
+    full = write_focus(tmp_path / "full.parquet", [focus_row("c", "2024-06", i) for i in range(2)])
+    slim_t = focus_table([focus_row("c", "2024-06", 9)]).drop_columns(["resource_id", "tags"])
+    slim = tmp_path / "slim.parquet"
+    pq.write_table(slim_t, slim)
+    n = any_wh.replace_partition("focus_costs", {"x_source": "c", "x_billing_period": "2024-06"}, [full, slim])
+    assert n == 3
+    assert any_wh.query("SELECT count(*) FROM focus_costs WHERE resource_id IS NULL AND tags IS NULL") == [(1,)]
+
+
+def test_failures_are_warehouse_errors(any_wh, tmp_path):
+    with pytest.raises(WarehouseError):
+        any_wh.replace_partition("focus_costs", {"x_source": "x", "x_billing_period": "2024-01"}, [tmp_path / "nope.parquet"])
+    with pytest.raises(WarehouseError, match="partition key"):
+        any_wh.replace_partition("focus_costs", {}, [])

@@ -133,6 +133,8 @@ class DuckDBWarehouse:
         parquet_files: Sequence[Path],
         log: LoadLogEntry | None = None,
     ) -> int:
+        if not partition:
+            raise WarehouseError("replace_partition needs at least one partition key")
         where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
         files = [str(p) for p in parquet_files]
         self.con.execute("BEGIN")
@@ -140,17 +142,22 @@ class DuckDBWarehouse:
             self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
             inserted = 0
             if files:
+                # union_by_name: files of one delivery may differ in optional columns (missing -> NULL,
+                # and NOT NULL constraints still refuse a missing required column).
                 res = self.con.execute(
-                    f"INSERT INTO {_ident(table)} BY NAME SELECT * FROM read_parquet(?)", [files]
+                    f"INSERT INTO {_ident(table)} BY NAME SELECT * FROM read_parquet(?, union_by_name = true)",
+                    [files],
                 ).fetchone()
                 inserted = int(res[0]) if res else 0
             if log is not None:
                 log.row_count = inserted
                 self._insert_log(log)
             self.con.execute("COMMIT")
-        except Exception:
+        except Exception as e:
             self.con.execute("ROLLBACK")
-            raise
+            if isinstance(e, WarehouseError):
+                raise
+            raise WarehouseError(f"replace_partition {table} {partition} failed: {e}") from e
         return inserted
 
     def insert_arrow(self, table: str, data: pa.Table, dedup_keys: Sequence[str] | None = None) -> int:
