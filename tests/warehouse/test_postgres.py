@@ -102,3 +102,26 @@ def test_query_arrow_streams_many_rows(pg_wh):
     t = pg_wh.query_arrow("SELECT g AS i, CAST(g AS NUMERIC(38,10)) / 3 AS third FROM generate_series(1, ?) g", [n])
     assert t.num_rows == n
     assert t.column("i").to_pylist()[-1] == n
+
+
+def test_existing_schema_is_used_by_a_role_that_cannot_create_schemas(pg_dsn, pg_schema):
+    """Production setups pre-create the schema; the warehouse must not need CREATE on the database."""
+    import psycopg
+    from finops.warehouse.postgres_wh import PostgresWarehouse
+
+    role = f"r_{pg_schema}"
+    with psycopg.connect(pg_dsn, autocommit=True) as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'CREATE SCHEMA "{pg_schema}" AUTHORIZATION "{role}"')
+    try:
+        conn = psycopg.connect(pg_dsn + f" user={role}")
+        wh = PostgresWarehouse(conn, schema=pg_schema)
+        assert wh.migrate()
+        assert wh.table_exists("focus_costs")
+        # The role really lacks CREATE on the database (PostgreSQL's default for non-owners).
+        assert wh.query("SELECT has_database_privilege(current_user, current_database(), 'CREATE')") == [(False,)]
+        wh.close()
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True) as admin:
+            admin.execute(f'DROP SCHEMA IF EXISTS "{pg_schema}" CASCADE')
+            admin.execute(f'DROP ROLE IF EXISTS "{role}"')

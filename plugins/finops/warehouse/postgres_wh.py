@@ -81,10 +81,12 @@ class PostgresWarehouse:
         conn.adapters.register_loader("jsonb", TextLoader)
         conn.execute("SET TimeZone TO 'UTC'")
         conn.execute("SET client_encoding TO 'UTF8'")
-        with conn.transaction():
-            # Two processes creating the schema at once would race on pg_namespace.
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"finops.schema.{schema}"])
-            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}")
+        # A DBA may pre-create the schema for a role without CREATE on the database: only create if absent.
+        if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [schema]).fetchone():
+            with conn.transaction():
+                # Two processes creating the schema at once would race on pg_namespace.
+                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"finops.schema.{schema}"])
+                conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}")
         conn.execute("SELECT set_config('search_path', %s, false)", [_ident(schema)])
 
     # -- construction ----------------------------------------------------------------
