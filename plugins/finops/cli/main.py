@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 
@@ -73,5 +74,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def entrypoint() -> None:
+    """Console-script entry: exit without interpreter finalisation, where duckdb 2.0's nanobind
+    bindings print pages of harmless 'leaked instance' reports."""
+    rc = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entrypoint()

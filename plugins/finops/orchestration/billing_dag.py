@@ -5,7 +5,7 @@ retries, Params, mapping and the Asset outlet instead of copying them."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 
@@ -53,7 +53,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
         dag_id=f"finops_billing_{provider}",
         description=f"Load {_TITLES[provider]} billing into the FOCUS 1.2 warehouse, idempotently.",
         schedule=schedule,
-        start_date=datetime(2026, 1, 1),
+        start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
         default_args=DEFAULT_ARGS,
@@ -68,7 +68,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
 
             ctx = get_current_context()
             p = ctx["params"]
-            today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now()).date()  # noqa: DTZ005
+            today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now(UTC)).date()
             return plan_loads(provider, p.get("source"), p.get("billing_period"), today)
 
         @task(
@@ -77,7 +77,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
             max_active_tis_per_dagrun=4,
         )
         def load_partition_task(item: dict) -> dict:
-            from airflow.exceptions import AirflowFailException
+            from airflow.sdk.exceptions import AirflowFailException
 
             from finops.orchestration.billing import load_partition
 
