@@ -1,0 +1,61 @@
+"""AWS's own FOCUS export (PascalCase FOCUS columns, Tags MAP, x_ extras) -> our columns."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from decimal import Decimal as D
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from finops.focus.aws_focus import AwsFocusConverter
+from finops.ingest import ConversionError
+
+from tests.focus._convert import convert
+
+
+def _focus_rows() -> pa.Table:
+    base = {
+        "BilledCost": 10.5, "EffectiveCost": 7.25, "ListCost": 12.0, "ContractedCost": 10.5,
+        "BillingAccountId": "111111111111", "BillingAccountName": "payer", "BillingCurrency": "USD",
+        "BillingPeriodStart": datetime(2025, 3, 1), "BillingPeriodEnd": datetime(2025, 4, 1),
+        "ChargePeriodStart": datetime(2025, 3, 2), "ChargePeriodEnd": datetime(2025, 3, 2, 1),
+        "ChargeCategory": "Usage", "ChargeClass": None, "ChargeDescription": "p5 hour", "ChargeFrequency": "Usage-Based",
+        "CommitmentDiscountId": "arn:aws:savingsplans::1:savingsplan/x", "CommitmentDiscountStatus": "Used",
+        "CommitmentDiscountType": "Savings Plan", "CommitmentDiscountCategory": "Spend",
+        "InvoiceIssuerName": "Amazon Web Services, Inc.", "ProviderName": "AWS", "PublisherName": "AWS",
+        "PricingCategory": "Committed", "PricingQuantity": 1.0, "PricingUnit": "Hours",
+        "ServiceCategory": "Compute", "ServiceName": "Amazon Elastic Compute Cloud", "RegionId": "us-east-1",
+        "ResourceId": "i-1", "SubAccountId": "222222222222",
+        "Tags": [("user_team", "'; drop table x;--"), ("k\"q", "=cmd|")],
+        "x_UsageType": "USE1-BoxUsage:p5.48xlarge", "x_Operation": "RunInstances", "x_SomethingNew": "ok",
+    }
+    tax = dict(base, BilledCost=1.25, EffectiveCost=1.25, ListCost=1.25, ContractedCost=1.25, ChargeCategory="Tax",
+               CommitmentDiscountId=None, CommitmentDiscountStatus=None, CommitmentDiscountType=None,
+               CommitmentDiscountCategory=None, PricingCategory=None, Tags=[], ResourceId=None)
+    schema = pa.schema([(k, pa.map_(pa.string(), pa.string()) if k == "Tags" else
+                         pa.timestamp("ms") if isinstance(v, datetime) else
+                         pa.float64() if isinstance(v, float) else pa.string()) for k, v in base.items()])
+    return pa.Table.from_pylist([base, tax], schema=schema)
+
+
+def test_aws_focus_export_maps_to_our_columns(tmp_path, finops_home):
+    pq.write_table(_focus_rows(), tmp_path / "focus.parquet")
+    res, rows = convert(AwsFocusConverter(), [tmp_path / "focus.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
+    assert res.raw_billed_total == res.focus_billed_total == D("11.75")
+    assert res.focus_effective_total == D("8.5")
+    use = next(r for r in rows if r["charge_category"] == "Usage")
+    assert (use["billed_cost"], use["effective_cost"], use["list_cost"]) == (D("10.5"), D("7.25"), D("12"))
+    assert use["commitment_discount_status"] == "Used" and use["pricing_category"] == "Committed"
+    assert use["x_usage_type"] == "USE1-BoxUsage:p5.48xlarge" and use["x_operation"] == "RunInstances"
+    assert use["x_provider"] == "aws" and use["x_source"] == "src" and use["x_billing_period"] == "2025-03"
+    assert json.loads(use["tags"]) == {"user_team": "'; drop table x;--", 'k"q': "=cmd|"}
+    tax = next(r for r in rows if r["charge_category"] == "Tax")
+    assert tax["tags"] is None and tax["commitment_discount_id"] is None
+
+
+def test_aws_focus_export_missing_billed_cost(tmp_path, finops_home):
+    pq.write_table(_focus_rows().drop(["BilledCost"]), tmp_path / "f.parquet")
+    with pytest.raises(ConversionError, match="BilledCost"):
+        convert(AwsFocusConverter(), [tmp_path / "f.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
