@@ -56,8 +56,7 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
     for batch in batches:
         log.info("%s/%s: loading %d file(s), delivery %s", src.name, period, len(batch.files), batch.fingerprint)
         if dry_run:
-            report = ingest.dry_run_batch(batch, converter)
-            results.append({**item, "status": "dry_run", **report})
+            results.append({**item, **dry_run_batch(batch, converter)})
             continue
         wh = connect(cfg)
         try:
@@ -76,3 +75,33 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
             }
         )
     return results[-1] if len(results) == 1 else {**item, "status": results[-1]["status"], "parts": results}
+
+
+def dry_run_batch(batch: Any, converter: Any) -> dict:
+    """Convert and validate one delivery exactly as a load would, writing nothing to the
+    warehouse (the staging file is removed). What an ad-hoc audit of a new export wants."""
+    from finops import ingest
+    from finops.paths import subdir
+    from finops.quality import validate_staging
+
+    load_id = ingest.make_load_id(batch.source, batch.billing_period, batch.fingerprint)
+    ctx = ingest.ConvertContext(batch.source, batch.provider, batch.billing_period, load_id)
+    staging = subdir("staging") / batch.source / batch.billing_period / f"dryrun-{load_id}.parquet"
+    try:
+        try:
+            res = ingest.convert_to_staging(batch, converter, ctx, staging)
+        except ingest.ConversionError as e:
+            return {"status": "dry_run", "valid": False, "failures": [str(e)], "rows": 0}
+        report = validate_staging([staging], source=batch.source, billing_period=batch.billing_period,
+                                  raw_billed_total=res.raw_billed_total)
+        return {
+            "status": "dry_run",
+            "valid": report.success and res.raw_billed_total == res.focus_billed_total,
+            "failures": list(report.failures),
+            "rows": res.row_count,
+            "billed_total": str(res.focus_billed_total),
+            "raw_billed_total": str(res.raw_billed_total),
+            "currency": ",".join(res.currencies),
+        }
+    finally:
+        staging.unlink(missing_ok=True)
