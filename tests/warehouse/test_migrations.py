@@ -10,7 +10,7 @@ from finops.warehouse.migrations import Migration, all_migrations
 ALL = [m.version for m in all_migrations()]
 
 
-@pytest.fixture(params=["duckdb", "postgres"])
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
 def fresh_wh(request, tmp_path):
     """An UN-migrated warehouse of each backend."""
     if request.param == "duckdb":
