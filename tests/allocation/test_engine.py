@@ -8,6 +8,7 @@ from datetime import date
 from decimal import Decimal as D
 
 import pytest
+
 from finops.allocation.engine import (
     CostRow,
     allocate,

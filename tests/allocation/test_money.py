@@ -5,6 +5,7 @@ from decimal import Decimal as D
 from decimal import localcontext
 
 import pytest
+
 from finops.allocation.money import CENT, round_total_preserving, split
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from finops.allocation.rules import AllocationConfigError, load_rules, parse_rules
 from finops.allocation.settings import allocation_rules
 from finops.paths import include_dir

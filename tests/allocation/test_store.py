@@ -6,9 +6,9 @@ import json
 from decimal import Decimal as D
 
 import pytest
+
 from finops.allocation.rules import parse_rules
 from finops.allocation.store import ConservationError, check_conservation, run_showback
-
 from tests.allocation.focus_data import focus_row, insert_focus
 
 RULES = {

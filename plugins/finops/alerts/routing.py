@@ -28,11 +28,11 @@ def _deliveries(route: AlertRoute) -> list[tuple[str, Callable[[AlertEvent], Non
 
     out: list[tuple[str, Callable[[AlertEvent], None]]] = []
     if route.slack_conn_id:
-        conn, chan = route.slack_conn_id, route.slack_channel
-        out.append((f"slack:{conn}:{chan or ''}", lambda e: send_slack(e, conn, chan)))
+        s_conn, chan = route.slack_conn_id, route.slack_channel
+        out.append((f"slack:{s_conn}:{chan or ''}", lambda e: send_slack(e, s_conn, chan)))
     if route.email_conn_id and route.email_to:
-        conn, to = route.email_conn_id, list(route.email_to)
-        out.append((f"email:{conn}:{','.join(sorted(to))}", lambda e: send_alert_email(e, conn, to)))
+        m_conn, to = route.email_conn_id, list(route.email_to)
+        out.append((f"email:{m_conn}:{','.join(sorted(to))}", lambda e: send_alert_email(e, m_conn, to)))
     return out
 
 

@@ -1,0 +1,155 @@
+"""Monthly showback report per team: HTML (with a daily chart by line) + CSV, saved under
+FINOPS_HOME/reports/<period>/ and e-mailed to the team's routes. Data comes only from the
+showback tables, which reconcile with focus_costs to the cent.
+
+User-controlled strings (team names, services, tags) are HTML-escaped by Jinja autoescape,
+CSV cells are formula-safe, and e-mail headers / file names are cleaned.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from finops.config import AlertsConfig
+    from finops.warehouse.base import Warehouse
+
+log = logging.getLogger(__name__)
+ZERO = Decimal(0)
+
+_TEMPLATE = """<html><head><meta charset="utf-8"><title>Showback {{ r.team }} {{ r.period }}</title></head>
+<body style="font-family:sans-serif">
+<h1>Cloud cost showback: {{ r.team }}</h1>
+<p>Billing period <b>{{ r.period }}</b>, {{ r.view }} cost{% if r.cost_centre %}, cost centre {{ r.cost_centre }}{% endif %}.</p>
+<table border="1" cellpadding="4" cellspacing="0">
+<tr><th>Currency</th><th>Total</th><th>Direct</th><th>Shared</th><th>Unallocated</th><th>GPU</th><th>Storage</th><th>Egress</th></tr>
+{% for t in r.totals %}<tr><td>{{ t.currency }}</td><td><b>{{ t.total_cents }}</b></td><td>{{ t.direct }}</td>
+<td>{{ t.shared }}</td><td>{{ t.unallocated }}</td><td>{{ t.gpu }}</td><td>{{ t.storage }}</td><td>{{ t.egress }}</td></tr>
+{% endfor %}</table>
+{% if img_src %}<p><img src="{{ img_src }}" alt="daily cost by line" width="800"></p>{% endif %}
+{% if r.gpu %}<h2>GPU</h2><table border="1" cellpadding="4" cellspacing="0">
+<tr><th>GPU model</th><th>Purchase</th><th>Currency</th><th>Cost</th><th>Savings vs list</th><th>Idle cost</th></tr>
+{% for g in r.gpu %}<tr><td>{{ g[0] }}</td><td>{{ g[1] }}</td><td>{{ g[2] }}</td><td>{{ g[3] }}</td><td>{{ g[4] }}</td><td>{{ g[5] }}</td></tr>
+{% endfor %}</table>{% endif %}
+<h2>Top services</h2><table border="1" cellpadding="4" cellspacing="0">
+<tr><th>Provider</th><th>Service</th><th>Line</th><th>Currency</th><th>Cost</th></tr>
+{% for s in r.top_services %}<tr><td>{{ s[0] }}</td><td>{{ s[1] }}</td><td>{{ s[2] }}</td><td>{{ s[3] }}</td><td>{{ s[4] }}</td></tr>
+{% endfor %}</table>
+<p>Full detail in the attached CSV.</p>
+</body></html>"""
+
+
+@dataclass
+class TeamReport:
+    team: str
+    period: str
+    view: str
+    cost_centre: str | None
+    totals: list[dict[str, Any]]
+    daily_by_line: dict[str, list[tuple[date, float]]]
+    top_services: list[tuple]
+    gpu: list[tuple]
+    detail: list[tuple]
+    chart_png: bytes = b""
+    files: dict[str, Path] = field(default_factory=dict)
+
+    def html(self, img_src: str | None) -> str:
+        from jinja2 import Environment
+
+        return Environment(autoescape=True).from_string(_TEMPLATE).render(r=self, img_src=img_src)
+
+    def csv(self) -> str:
+        from finops.alerts.csv_safe import to_csv
+
+        return to_csv(["day", "team", "cost_centre", "allocation", "rule", "provider", "billing_account_id",
+                       "sub_account_id", "service_name", "line", "currency", "cost"], self.detail)
+
+
+def _q(v: Any) -> Decimal:
+    return Decimal(v or 0).quantize(Decimal("0.01"))
+
+
+def build_reports(wh: Warehouse, period: str, view: str = "amortised", teams: list[str] | None = None
+                  ) -> list[TeamReport]:
+    from finops.alerts.chart import daily_chart_png
+
+    cb = wh.query(
+        "SELECT team, cost_centre, currency, total_cost, total_cents, direct_cost, shared_cost, unallocated_cost, "
+        "gpu_cost, storage_cost, egress_cost FROM chargeback_monthly WHERE billing_period = ? AND cost_view = ? "
+        "ORDER BY team, currency", [period, view])
+    by_team: dict[str, TeamReport] = {}
+    for team, cc, cur, total, cents, direct, shared, unalloc, gpu, storage, egress in cb:
+        if teams and team not in teams:
+            continue
+        r = by_team.setdefault(team, TeamReport(team, period, view, cc, [], {}, [], [], []))
+        r.totals.append({"currency": cur, "total": total, "total_cents": _q(cents), "direct": _q(direct),
+                         "shared": _q(shared), "unallocated": _q(unalloc), "gpu": _q(gpu), "storage": _q(storage),
+                         "egress": _q(egress)})
+    for team, r in by_team.items():
+        daily: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
+        for day, line, cost in wh.query(
+            "SELECT day, line, SUM(cost) FROM showback_daily WHERE billing_period = ? AND cost_view = ? AND team = ? "
+            "GROUP BY 1, 2 ORDER BY 1, 2", [period, view, team]):
+            daily[line][day] += float(cost)
+        r.daily_by_line = {k: sorted(v.items()) for k, v in sorted(daily.items())}
+        r.top_services = [(p, s, ln, c, _q(v)) for p, s, ln, c, v in wh.query(
+            "SELECT provider, service_name, line, currency, SUM(cost) AS c FROM showback_daily WHERE billing_period = ? "
+            "AND cost_view = ? AND team = ? GROUP BY 1, 2, 3, 4 ORDER BY c DESC LIMIT 10", [period, view, team])]
+        r.gpu = [(m, po, c, _q(v), _q(s), _q(i)) for m, po, c, v, s, i in wh.query(
+            "SELECT gpu_model, purchase_option, currency, SUM(cost), SUM(savings), SUM(idle_cost) "
+            "FROM showback_gpu_monthly WHERE billing_period = ? AND cost_view = ? AND team = ? GROUP BY 1, 2, 3 "
+            "ORDER BY 1, 2", [period, view, team])]
+        r.detail = wh.query(
+            "SELECT day, team, cost_centre, allocation, rule, provider, billing_account_id, sub_account_id, "
+            "service_name, line, currency, SUM(cost) FROM showback_daily WHERE billing_period = ? AND cost_view = ? "
+            "AND team = ? GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 ORDER BY 1, 9", [period, view, team])
+        r.chart_png = daily_chart_png(r.daily_by_line, f"{team} {period} ({view}) daily cost by line")
+    return [by_team[t] for t in sorted(by_team)]
+
+
+def save_reports(reports: list[TeamReport], out_dir: Path | None = None) -> list[Path]:
+    """Write <team>.html (chart embedded as a data URI) and <team>.csv per team."""
+    from finops.alerts.email import safe_filename
+    from finops.paths import subdir
+
+    written: list[Path] = []
+    for r in reports:
+        base = (out_dir or subdir("reports")) / safe_filename(r.period)
+        base.mkdir(parents=True, exist_ok=True)
+        stem = safe_filename(r.team)
+        html = base / f"{stem}.html"
+        csv_path = base / f"{stem}.csv"
+        img = "data:image/png;base64," + base64.b64encode(r.chart_png).decode() if r.chart_png else None
+        html.write_text(r.html(img), encoding="utf-8")
+        csv_path.write_text(r.csv(), encoding="utf-8", newline="")
+        r.files = {"html": html, "csv": csv_path}
+        written += [html, csv_path]
+    return written
+
+
+def email_reports(reports: list[TeamReport], alerts: AlertsConfig) -> dict[str, list[str]]:
+    """E-mail each team's report to the e-mail routes for that team; returns team -> recipients."""
+    from finops.alerts.email import Attachment, build_message, default_sender, send_message
+    from finops.alerts.routing import routes_for
+
+    sent: dict[str, list[str]] = {}
+    for r in reports:
+        for route in routes_for(r.team, alerts):
+            if not (route.email_conn_id and route.email_to):
+                continue
+            msg = build_message(
+                sender=default_sender(route.email_conn_id), to=route.email_to,
+                subject=f"Cloud cost showback {r.period}: {r.team}", html=r.html("cid:chart"),
+                chart_png=r.chart_png, chart_cid="chart",
+                attachments=[Attachment(f"showback-{r.team}-{r.period}.csv", r.csv().encode("utf-8"))],
+            )
+            send_message(route.email_conn_id, msg)
+            sent.setdefault(r.team, []).extend(route.email_to)
+    return sent
