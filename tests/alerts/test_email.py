@@ -8,6 +8,7 @@ import io
 from datetime import date
 
 import pytest
+
 from finops.alerts.chart import daily_chart_png
 from finops.alerts.email import (
     Attachment,
@@ -19,7 +20,6 @@ from finops.alerts.email import (
     validate_address,
 )
 from finops.alerts.events import AlertEvent
-
 from tests.alerts.hostile import HOSTILE
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

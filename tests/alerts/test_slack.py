@@ -6,9 +6,9 @@ import json
 import time
 
 import pytest
+
 from finops.alerts.events import AlertEvent
 from finops.alerts.slack import build_message, escape, send_slack
-
 from tests.alerts.hostile import HOSTILE
 
 
