@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
 from finops.focus.schema import COLUMNS, Kind, arrow_schema
 
 PERIOD = "2025-03"

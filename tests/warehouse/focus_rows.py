@@ -10,6 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from finops.focus.schema import arrow_schema
 
 

@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+
 from finops.warehouse.base import WarehouseError
 from finops.warehouse.duckdb_wh import DuckDBWarehouse
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+
 from finops.warehouse.migrations import Migration, all_migrations
 
 ALL = [m.version for m in all_migrations()]

@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+
 from finops.warehouse.base import Warehouse, WarehouseError
 
 pytestmark = pytest.mark.postgres
@@ -40,7 +41,6 @@ def test_connect_picks_postgres_from_config(pg_conn_id):
 
 def test_schemas_isolate_warehouses(pg_wh, pg_dsn, pg_schema):
     from finops.warehouse.postgres_wh import PostgresWarehouse
-
     from tests.fixtures.postgres import _drop_schema, new_schema_name
 
     pg_wh.execute("CREATE TABLE only_here (x INTEGER)")
@@ -57,6 +57,7 @@ def test_schemas_isolate_warehouses(pg_wh, pg_dsn, pg_schema):
 @pytest.mark.parametrize("schema", ["Finops", "a-b", "x; drop", "", "a" * 64])
 def test_odd_schema_names_are_refused(pg_dsn, schema):
     import psycopg
+
     from finops.warehouse.postgres_wh import PostgresWarehouse
 
     conn = psycopg.connect(pg_dsn)
@@ -107,6 +108,7 @@ def test_query_arrow_streams_many_rows(pg_wh):
 def test_existing_schema_is_used_by_a_role_that_cannot_create_schemas(pg_dsn, pg_schema):
     """Production setups pre-create the schema; the warehouse must not need CREATE on the database."""
     import psycopg
+
     from finops.warehouse.postgres_wh import PostgresWarehouse
 
     role = f"r_{pg_schema}"

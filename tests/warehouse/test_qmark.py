@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from finops.warehouse.base import WarehouseError
 from finops.warehouse.qmark import to_pyformat, translate
 

@@ -7,8 +7,8 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from finops.warehouse.base import LoadLogEntry, WarehouseError
 
+from finops.warehouse.base import LoadLogEntry, WarehouseError
 from tests.warehouse.focus_rows import focus_row, focus_table, write_focus
 
 
