@@ -10,7 +10,6 @@ from finops.policies.audit import record_action, record_tag_snapshot
 from finops.policies.decide import Resource, check_tags, decide
 from finops.policies.model import Policy
 from finops.policies.report import violations_report
-
 from tests.warehouse.focus_rows import focus_row, focus_table
 
 EVIL = "'); DROP TABLE tag_compliance; --"

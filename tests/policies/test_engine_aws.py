@@ -6,18 +6,19 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from finops.policies.actions.aws import AwsActions
 from finops.policies.decide import format_mark
 from finops.policies.engine import CapExceeded, Cloud, run_policy
 from finops.policies.inventory.aws import AwsInventory
-
 from tests.fixtures.policies import pol_put_gpu
 
 OWNER = {"owner": "alice@example.com", "team": "ml"}
 
 
 def _cloud(conn: str) -> Cloud:
-    return Cloud(AwsInventory(conn, "us-east-1"), AwsActions(conn, "us-east-1"))
+    inv = AwsInventory(conn, "us-east-1")
+    return Cloud(inv, AwsActions(conn, "us-east-1", ec2=inv.ec2))
 
 
 def _audit(wh, run_id: str) -> dict[str, tuple]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from finops.policies.actions.azure import AzureActions
 from finops.policies.actions.gcp import GcpActions
 from finops.policies.actions.lambda_cloud import LambdaActions
@@ -14,7 +15,6 @@ from finops.policies.inventory.azure import AzureInventory
 from finops.policies.inventory.gcp import GcpInventory
 from finops.policies.inventory.lambda_cloud import LambdaInventory
 from finops.policies.model import Policy
-
 from tests.fixtures.policies import pol_points
 
 OWNER = {"owner": "bob", "team": "research"}

@@ -58,14 +58,15 @@ def build_clouds(target: Target, policy: Policy | None = None) -> Iterator[Cloud
 
         for region in target.regions:
             conn = target.conn_id or "aws_default"
-            yield Cloud(AwsInventory(conn, region, target.account), AwsActions(conn, region))
+            inv = AwsInventory(conn, region, target.account)
+            yield Cloud(inv, AwsActions(conn, region, ec2=inv.ec2))
     elif target.provider == "gcp":
         from finops.policies.actions.gcp import GcpActions
         from finops.policies.inventory.gcp import COMPUTE, MONITORING, GcpInventory
 
-        inv = GcpInventory(target.account or "", _token(target, _gcp_token), target.base_url or COMPUTE,
-                           target.monitoring_url or target.base_url or MONITORING)
-        yield Cloud(inv, GcpActions(inv))
+        ginv = GcpInventory(target.account or "", _token(target, _gcp_token), target.base_url or COMPUTE,
+                            target.monitoring_url or target.base_url or MONITORING)
+        yield Cloud(ginv, GcpActions(ginv))
     elif target.provider == "azure":
         from finops.policies.actions.azure import AzureActions
         from finops.policies.inventory.azure import ARM, AzureInventory

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
@@ -105,7 +105,7 @@ def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str
 
 def run_policy(
     policy: Policy,
-    cloud: Cloud,
+    clouds: Cloud | Sequence[Cloud],
     wh: Warehouse,
     *,
     dry_run: bool = True,
@@ -113,13 +113,18 @@ def run_policy(
     run_id: str | None = None,
     clock: Callable[[], datetime] | None = None,
 ) -> RunResult:
-    """Run one policy against one cloud account. `clock` gives the action-time `now`."""
+    """Run one policy over one or more cloud accounts. The cap counts the plan of ALL of them
+    before anything is done. `clock` gives the action-time `now` used by the re-check."""
     now = now or datetime.now(UTC)
     clock = clock or (lambda: datetime.now(UTC))
     run_id = run_id or f"policy-{uuid.uuid4().hex[:12]}"
     res = RunResult(run_id, policy.name, dry_run)
-    marks = {} if cloud.actions.supports_tags else audit.stored_marks(wh, policy.name, cloud.inventory.provider)
-    decisions = [_decide(policy, cloud, _with_stored_mark(policy, cloud, r, marks), now) for r in cloud.inventory.list_resources()]
+    plans: list[tuple[Cloud, dict[str, datetime], list[Decision]]] = []
+    for cloud in [clouds] if isinstance(clouds, Cloud) else list(clouds):
+        marks = {} if cloud.actions.supports_tags else audit.stored_marks(wh, policy.name, cloud.inventory.provider)
+        resources = cloud.inventory.list_resources()
+        plans.append((cloud, marks, [_decide(policy, cloud, _with_stored_mark(policy, cloud, r, marks), now) for r in resources]))
+    decisions = [d for _, _, ds in plans for d in ds]
 
     if policy.kind == "tags":
         snap = [(d, check_tags(policy, d.resource)) for d in decisions if d.verdict in ("compliant", "violation")]
@@ -142,16 +147,17 @@ def run_policy(
         raise CapExceeded(f"policy {policy.name}: {msg}; nothing was changed")
 
     errors: list[str] = []
-    for d in decisions:
-        extra: dict[str, object] = {}
-        try:
-            result, d, extra = _execute(policy, cloud, wh, d, dry_run, now, clock, run_id, marks)
-        except Exception as e:  # noqa: BLE001 - audit the failure, try the rest, fail the run after
-            result = f"error: {type(e).__name__}: {e}"[:500]
-            errors.append(f"{d.resource.resource_id}: {result}")
-            log.exception("policy %s: action %s on %s failed", policy.name, d.action, d.resource.resource_id)
-        audit.record_action(wh, run_id, policy.kind, d, d.action, result, dry_run, extra)
-        res.outcomes.append(Outcome(d, d.action, result))
+    for cloud, marks, ds in plans:
+        for d in ds:
+            extra: dict[str, object] = {}
+            try:
+                result, d, extra = _execute(policy, cloud, wh, d, dry_run, now, clock, run_id, marks)
+            except Exception as e:  # noqa: BLE001 - audit the failure, try the rest, fail the run after
+                result = f"error: {type(e).__name__}: {e}"[:500]
+                errors.append(f"{d.resource.resource_id}: {result}")
+                log.exception("policy %s: action %s on %s failed", policy.name, d.action, d.resource.resource_id)
+            audit.record_action(wh, run_id, policy.kind, d, d.action, result, dry_run, extra)
+            res.outcomes.append(Outcome(d, d.action, result))
     if errors:
         raise PolicyRunError(f"policy {policy.name}: {len(errors)} action(s) failed: {errors[:5]}")
     return res

@@ -17,8 +17,8 @@ class AwsActions:
     provider = "aws"
     supports_tags = True
 
-    def __init__(self, conn_id: str = "aws_default", region: str = "us-east-1"):
-        self.ec2 = _client(conn_id, region, "ec2")
+    def __init__(self, conn_id: str = "aws_default", region: str = "us-east-1", ec2: Any | None = None):
+        self.ec2 = ec2 if ec2 is not None else _client(conn_id, region, "ec2")
 
     def _probe(self, call: Callable[..., Any], **kw: Any) -> str | None:
         """None when permitted, else the refusal code (e.g. UnauthorizedOperation)."""

@@ -1,0 +1,7 @@
+"""Manual audit: evaluate policies (dry-run by default) and produce the violations report.
+
+An Airflow DAG file: wiring only (logic in finops.policies)."""
+
+from finops.policies.dags import build_audit_dag
+
+dag = build_audit_dag()

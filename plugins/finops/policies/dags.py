@@ -1,0 +1,107 @@
+"""DAG builders for the policy DAGs (the files in dags/ call these; wiring only).
+
+Cap aborts fail the task at once (a retry would plan the same thing and abort again);
+other errors (cloud API hiccups) retry with exponential backoff. Re-running is safe: every
+decision is recomputed from the clouds' current state."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Param, dag, get_current_context, task
+
+DEFAULT_ARGS: dict[str, Any] = {
+    "owner": "finops",
+    "retries": 2,
+    "retry_delay": timedelta(minutes=2),
+    "retry_exponential_backoff": True,
+    "max_retry_delay": timedelta(minutes=20),
+}
+PROVIDERS = ["all", "aws", "gcp", "azure", "lambda"]
+
+
+def _dry_run_param() -> Param:
+    return Param(True, type="boolean", title="Dry run",
+                 description="Report what would happen without tagging, stopping or terminating anything "
+                             "(scheduled runs stay dry unless the Variable finops_policy_enforce is true).")
+
+
+def _run(kind: str | None, params: dict[str, Any]) -> dict[str, Any]:
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from finops.policies.tasks import PolicyRunFailed, effective_dry_run, run_policies
+
+    ctx = get_current_context()
+    run_type = str(getattr(ctx["dag_run"], "run_type", "") or "").split(".")[-1].lower()
+    dry = effective_dry_run(bool(params.get("dry_run", True)), run_type)
+    provider = params.get("provider") if params.get("provider") not in (None, "", "all") else None
+    try:
+        return run_policies(kind=kind, dry_run=dry, run_id=ctx["run_id"], provider=provider,
+                            account=params.get("account") or None, policy=params.get("policy") or None)
+    except PolicyRunFailed as e:
+        raise AirflowFailException(str(e)) from e
+
+
+def build_policy_dag(kind: str, dag_id: str, schedule: str, description: str) -> Any:
+    @dag(
+        dag_id=dag_id,
+        schedule=schedule,
+        start_date=datetime(2026, 1, 1, tzinfo=UTC),
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        description=description,
+        tags=["finops", "policies"],
+        params={"dry_run": _dry_run_param()},
+    )
+    def policy_dag() -> None:
+        @task(task_id=f"enforce_{kind}")
+        def enforce() -> dict[str, Any]:
+            return _run(kind, dict(get_current_context()["params"]))
+
+        enforce()
+
+    return policy_dag()
+
+
+def build_audit_dag() -> Any:
+    @dag(
+        dag_id="finops_audit",
+        schedule=None,
+        start_date=datetime(2026, 1, 1, tzinfo=UTC),
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        description="Ad-hoc policy audit: evaluate tag and idle policies, then a violations report with costs",
+        tags=["finops", "policies", "audit"],
+        params={
+            "provider": Param("all", type="string", enum=PROVIDERS, title="Provider",
+                              description="Only targets of this cloud (all = every configured target)."),
+            "account": Param("", type="string", title="Account",
+                             description="Target name or account / project / subscription id; empty = all."),
+            "policy": Param("", type="string", title="Policy",
+                            description="One policy name from include/policies; empty = every policy."),
+            "billing_period": Param("", type="string", pattern=r"^(\d{4}-(0[1-9]|1[0-2]))?$", title="Billing period",
+                                    description="YYYY-MM for the cost join; empty = the current month."),
+            "dry_run": Param(True, type="boolean", title="Dry run",
+                             description="Evaluate and audit only; nothing is tagged, stopped or terminated."),
+        },
+    )
+    def audit_dag() -> None:
+        @task(task_id="evaluate_policies")
+        def evaluate() -> dict[str, Any]:
+            return _run(None, dict(get_current_context()["params"]))
+
+        @task(task_id="violations_report")
+        def report(_: dict[str, Any]) -> str:
+            from finops.policies.tasks import audit_report
+
+            p = get_current_context()["params"]
+            provider = p.get("provider") if p.get("provider") not in (None, "", "all") else None
+            return audit_report(period=p.get("billing_period") or None, provider=provider,
+                                account=p.get("account") or None, policy=p.get("policy") or None)
+
+        report(evaluate())
+
+    return audit_dag()
