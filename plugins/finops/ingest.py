@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Mapping
@@ -199,6 +200,12 @@ def convert_to_staging(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _safe(part: str) -> str:
+    """A path component that cannot climb out of its folder."""
+    cleaned = re.sub(r"[^A-Za-z0-9._=-]+", "_", part).strip(".")
+    return cleaned or "_"
+
+
 def _short(e: BaseException, limit: int = 600) -> str:
     msg = f"{type(e).__name__}: {e}".replace("\n", " ")
     return msg if len(msg) <= limit else msg[: limit - 3] + "..."
@@ -265,7 +272,7 @@ def load_batch(
         return entry
 
     ctx = ConvertContext(batch.source, batch.provider, batch.billing_period, load_id)
-    staging_file = subdir("staging") / batch.source / batch.billing_period / f"{load_id}.parquet"
+    staging_file = subdir("staging") / _safe(batch.source) / _safe(batch.billing_period) / f"{_safe(load_id)}.parquet"
     try:
         try:
             result = convert_to_staging(batch, converter, ctx, staging_file)

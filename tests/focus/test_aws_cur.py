@@ -293,3 +293,21 @@ def test_bad_money_text_fails_loudly_not_silently(tmp_path, finops_home):
         "AmazonEC2,x,USD,twelve dollars,,,us-east-1,,"])
     with pytest.raises(ConversionError):
         convert(CurLegacyConverter(), [p], provider="aws", period="2025-03", tmp=tmp_path)
+
+
+def test_cur2_csv_export_with_json_tags(tmp_path, finops_home):
+    import json
+
+    path = tmp_path / "cur2.csv.gz"
+    with gzip.open(path, "wt", newline="") as f:
+        f.write("bill_payer_account_id,bill_billing_period_start_date,bill_billing_period_end_date,"
+                "line_item_line_item_type,line_item_unblended_cost,line_item_usage_start_date,line_item_usage_end_date,"
+                "line_item_currency_code,line_item_product_code,resource_tags\n")
+        f.write('111,2025-03-01T00:00:00.000Z,2025-04-01T00:00:00.000Z,Usage,0.25,2025-03-03T00:00:00.000Z,'
+                '2025-03-03T01:00:00.000Z,USD,AmazonEC2,"{""user_team"":""a\'b""}"\n')
+        f.write('111,2025-03-01T00:00:00.000Z,2025-04-01T00:00:00.000Z,Usage,0.5,2025-03-03T00:00:00.000Z,'
+                '2025-03-03T01:00:00.000Z,USD,AmazonEC2,{}\n')
+    res, out = convert(Cur2Converter(), [path], provider="aws", period="2025-03", tmp=tmp_path)
+    assert res.raw_billed_total == res.focus_billed_total == D("0.75")
+    tags = sorted((r["tags"] for r in out), key=str)
+    assert tags[0] is None and json.loads(tags[1]) == {"user_team": "a'b"}

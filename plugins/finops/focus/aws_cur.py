@@ -182,12 +182,18 @@ class _Cols:
 def cur2_focus_sql(raw: str, ctx: ConvertContext) -> str:
     """SELECT producing every FOCUS column (snake_case) from CUR 2.0-named `raw`."""
     c = _Cols(ctx.raw_columns)
-    tags = (
-        "CASE WHEN resource_tags IS NULL OR cardinality(resource_tags) = 0 THEN NULL "
-        "ELSE CAST(to_json(resource_tags) AS VARCHAR) END"
-        if c.has("resource_tags")
-        else "CAST(NULL AS VARCHAR)"
-    )
+    if not c.has("resource_tags"):
+        tags = "CAST(NULL AS VARCHAR)"
+    elif _is_varchar(c.types.get("resource_tags")):  # csv Data Exports carry the map as JSON text
+        tags = (
+            "CASE WHEN NULLIF(TRIM(resource_tags), '') IS NULL OR TRIM(resource_tags) = '{}' THEN NULL "
+            "ELSE CAST(json(resource_tags) AS VARCHAR) END"
+        )
+    else:
+        tags = (
+            "CASE WHEN resource_tags IS NULL OR cardinality(resource_tags) = 0 THEN NULL "
+            "ELSE CAST(to_json(resource_tags) AS VARCHAR) END"
+        )
     cr_status = (
         f"CASE WHEN {c.s('capacity_reservation_capacity_reservation_status')} ILIKE '%unused%' THEN 'Unused' "
         f"WHEN {c.s('capacity_reservation_capacity_reservation_a_r_n')} IS NOT NULL THEN 'Used' END"
