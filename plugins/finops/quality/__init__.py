@@ -18,7 +18,7 @@ _EXPORTS = {
     "validate_staging": "finops.quality.validate",
     "quarantine_batch": "finops.quality.quarantine",
     "quarantine_dir": "finops.quality.quarantine",
-    "reconcile": "finops.quality.reconcile",
+    "reconcile": "finops.quality.reconciliation",
     "build_rules": "finops.quality.rules",
     "Rule": "finops.quality.rules",
     "ISO_4217": "finops.quality.currencies",

@@ -23,6 +23,8 @@ SCHEME = "duckdb+finops_ro"
 class ReadOnlyDuckDBDialect(duckdb_engine.Dialect):
     """duckdb-engine in autocommit: safe only for read-only use (validation)."""
 
+    supports_statement_cache = True  # SQLAlchemy asks each dialect subclass to opt in explicitly
+
     def do_begin(self, dbapi_connection: Any) -> None:
         pass
 

@@ -50,18 +50,25 @@ def run_suite(
             .get_batch()
         )
         result = batch.validate(build_suite(rules), result_format="BOOLEAN_ONLY").to_json_dict()
-        failed_keys = [r["expectation_config"]["meta"]["rule"] for r in result["results"] if not r["success"]]
+        failed_keys = {r["expectation_config"]["meta"]["rule"] for r in result["results"] if not r["success"]}
         failed = [r for r in rules if r.key in failed_keys]
-        details: list[tuple[Rule, dict[str, Any]]] = []
-        if failed:
-            summary = batch.validate(
-                build_suite(failed, name="focus_staging_failed"), result_format="SUMMARY"
-            )
-            by_key = {r["expectation_config"]["meta"]["rule"]: r for r in summary.to_json_dict()["results"]}
-            details = [(r, by_key[r.key]) for r in failed]
-            result["results"] = [
-                by_key.get(r["expectation_config"]["meta"]["rule"], r) for r in result["results"]
-            ]
+        by_key: dict[str, dict[str, Any]] = {}
+        # second pass, failed rules only: SUMMARY gives counts + sample values of column rules;
+        # rows rules show sampled rows only in COMPLETE (capped by GX at 200 rows, values cut)
+        complete = [r for r in failed if r.kind == "rows" and r.show_values]
+        summary = [r for r in failed if r not in complete]
+        for subset, fmt in ((summary, "SUMMARY"), (complete, "COMPLETE")):
+            if subset:
+                res = batch.validate(
+                    build_suite(subset, name=f"focus_staging_{fmt.lower()}"), result_format=fmt
+                )
+                by_key.update(
+                    {r["expectation_config"]["meta"]["rule"]: r for r in res.to_json_dict()["results"]}
+                )
+        details = [(r, by_key[r.key]) for r in failed if r.key in by_key]
+        result["results"] = [
+            by_key.get(r["expectation_config"]["meta"]["rule"], r) for r in result["results"]
+        ]
         return result, details
     finally:
         try:
@@ -82,6 +89,18 @@ def _show(values: list[Any], limit: int = 5) -> str:
     return "[" + ", ".join(seen[:limit]) + more + "]"
 
 
+def _rows(n: Any) -> str:
+    return "1 row" if n == 1 else f"{n} rows"
+
+
+def _row_value(row: Any, cols: tuple[str, ...]) -> Any:
+    if isinstance(row, dict):
+        vals = [row.get(c) for c in cols]
+    else:
+        vals = list(row)[: len(cols)]
+    return vals[0] if len(vals) == 1 else tuple(vals)
+
+
 def _exception(entry: dict[str, Any]) -> str | None:
     info = entry.get("exception_info") or {}
     if info.get("raised_exception"):
@@ -100,8 +119,12 @@ def failure_message(rule: Rule, entry: dict[str, Any]) -> str:
         return f"{rule.column}: {rule.rule} could not be checked: {error[:200]}"
     if rule.kind == "rows":
         n = res.get("observed_value")
-        return f"{rule.column}: {rule.message} ({n} rows)"
+        if rule.show_values:
+            rows = (res.get("details") or {}).get("unexpected_rows") or []
+            sample = [_row_value(r, rule.needs) for r in rows]
+            return f"{rule.column}: {rule.message}: {_show(sample)} ({_rows(n)})"
+        return f"{rule.column}: {rule.message} ({_rows(n)})"
     n = res.get("unexpected_count")
     if rule.kind == "not_null":
-        return f"{rule.column}: {rule.message} ({n} rows)"
-    return f"{rule.column}: {rule.message}: {_show(res.get('partial_unexpected_list') or [])} ({n} rows)"
+        return f"{rule.column}: {rule.message} ({_rows(n)})"
+    return f"{rule.column}: {rule.message}: {_show(res.get('partial_unexpected_list') or [])} ({_rows(n)})"

@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from finops.quality.reconcile import reconcile, to_cents
+from finops.quality.reconciliation import reconcile, to_cents
 from finops.quality.report import ValidationReport
 from finops.quality.rules import build_rules, check_period
 from finops.quality.schema_check import check_files

@@ -1,0 +1,107 @@
+"""Pure rule generation and reconciliation: no GX, no files."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from decimal import Decimal
+
+import pytest
+
+from finops.focus.schema import COLUMNS, Kind, not_null_columns
+from finops.quality.currencies import ISO_4217, is_currency
+from finops.quality.reconciliation import reconcile, to_cents
+from finops.quality.rules import _literal, build_rules, check_period
+
+
+def test_rules_come_from_the_schema():
+    rules = build_rules("2026-03", "main-payer")
+    keys = {r.key for r in rules}
+    assert len(keys) == len(rules), "rule keys are unique"
+    for c in not_null_columns():
+        assert f"{c.snake}:not_null" in keys
+    for c in COLUMNS:
+        if c.allowed:
+            assert f"{c.snake}:allowed_values" in keys
+        if c.kind is Kind.JSON:
+            assert f"{c.snake}:json_object" in keys
+    for k in (
+        "billing_currency:iso_4217",
+        "pricing_currency:iso_4217",
+        "charge_period_start:inside_billing_period",
+        "charge_period_end:inside_billing_period",
+        "charge_period_start:after_end",
+        "billing_period_start:matches_batch_period",
+        "effective_cost:not_null",
+        "x_source:matches_batch",
+        "x_billing_period:matches_batch",
+        "service_subcategory:parent_category",
+    ):
+        assert k in keys
+    # the source name is config text: it only ever travels as a bound value set, never as SQL
+    src = next(r for r in rules if r.key == "x_source:matches_batch")
+    assert src.kind == "in_set" and src.values == ("main-payer",) and src.where is None
+    assert all("main-payer" not in (r.where or "") for r in rules)
+    assert "x_source:matches_batch" not in {r.key for r in build_rules("2026-03")}
+
+
+@pytest.mark.parametrize(
+    "bad", ["2026-3", "2026-13", "26-03", "2026-03'; drop table x;--", "", None, "2026-00"]
+)
+def test_period_must_be_yyyy_mm(bad):
+    with pytest.raises(ValueError, match="YYYY-MM"):
+        check_period(bad)
+    with pytest.raises(ValueError):
+        build_rules(bad)
+
+
+def test_rule_literals_refuse_bind_and_format_syntax():
+    assert _literal("Other (Compute)") == "'Other (Compute)'"
+    assert _literal("it's") == "'it''s'"
+    for bad in ("a:b", "{batch}", "x}", "back\\slash"):
+        with pytest.raises(ValueError):
+            _literal(bad)
+
+
+def test_iso_4217_static_list():
+    assert {"USD", "EUR", "JPY", "GBP", "INR", "CHF"} <= ISO_4217
+    assert len(ISO_4217) > 150
+    assert not is_currency("usd") and not is_currency("XYZ") and not is_currency("") and not is_currency(None)
+
+
+@pytest.mark.parametrize(
+    ("focus", "raw", "ok"),
+    [
+        ("123.45", "123.45", True),
+        ("123.4500000001", "123.45", True),  # same cent
+        ("123.4549999999", "123.45", True),
+        ("123.455", "123.46", True),  # half up
+        ("123.46", "123.45", False),  # one cent off
+        ("123.44", "123.45", False),
+        ("-0.01", "0.00", False),  # credits are negative and count
+        ("-1000000000000.01", "-1000000000000.01", True),
+        ("0", "0.004", True),
+    ],
+)
+def test_reconcile_to_the_cent(focus, raw, ok):
+    msg = reconcile(Decimal(focus), Decimal(raw))
+    assert (msg is None) is ok
+    if not ok:
+        assert msg.startswith("billed_cost: reconciliation failed")
+        assert str(to_cents(Decimal(raw))) in msg
+
+
+@pytest.mark.parametrize("bad", [123.45, "123.45", 12345, Decimal("NaN"), Decimal("Infinity")])
+def test_reconcile_rejects_non_decimal_money(bad):
+    with pytest.raises((TypeError, ValueError)):
+        reconcile(Decimal("1"), bad)
+
+
+def test_import_is_cheap_and_gx_free():
+    code = (
+        "import sys, finops.quality as q\n"
+        "assert callable(q.validate_staging) and callable(q.quarantine_batch) and callable(q.reconcile)\n"
+        "q.ValidationReport, q.build_rules('2026-01')\n"
+        "assert 'great_expectations' not in sys.modules, 'GX imported eagerly'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
