@@ -6,7 +6,6 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export FINOPS_HOME ?= $(CURDIR)/.finops
-export PYTHONDONTWRITEBYTECODE := 1
 PYTEST_WORKERS ?= 2
 
 .PHONY: setup demo test lint lock services focus-validator clean
@@ -17,7 +16,7 @@ $(STAMP): requirements.lock pyproject.toml
 	@test -n "$(PY)" || { echo "error: Python >= 3.11 not found (install python3.11)"; exit 1; }
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip uv 2>&1 | grep -v "is ignored" || true
-	$(BIN)/uv pip install --python $(BIN)/python -q -r requirements.lock
+	$(BIN)/uv pip install --python $(BIN)/python -q --compile-bytecode -r requirements.lock
 	$(BIN)/uv pip install --python $(BIN)/python -q --no-deps -e .
 	@# torch: the CPU wheel (pip's find-links has it on these machines); never a plain `torch`.
 	$(BIN)/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
