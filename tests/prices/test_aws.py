@@ -10,9 +10,9 @@ from decimal import Decimal
 import boto3
 import pytest
 from botocore.stub import ANY, Stubber
+
 from finops.prices import aws, jobs, store
 from finops.prices.settings import parse_prices
-
 from tests.fixtures.prices import PRICES_T0, prices_price_list, prices_spot_item, prices_spot_pages
 
 

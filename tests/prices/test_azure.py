@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
+
 from finops.prices import azure, jobs
 from finops.prices.http import HttpClient, PriceSourceError
 from finops.prices.settings import HttpSettings, parse_prices

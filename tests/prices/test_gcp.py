@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 
 import pytest
+
 from finops.prices import gcp, jobs
 from finops.prices.http import HttpClient
 from finops.prices.settings import HttpSettings, parse_prices

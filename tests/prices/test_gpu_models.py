@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+
 from finops.prices.gpu_models import KNOWN_INSTANCES, gpu_from_instance_name, normalise_gpu
 
 

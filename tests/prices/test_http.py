@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
 import pytest
+from werkzeug import Response
+
 from finops.prices.http import (
     HttpClient,
     PriceSourceError,
@@ -14,7 +16,6 @@ from finops.prices.http import (
     same_origin,
 )
 from finops.prices.settings import HttpSettings
-from werkzeug import Response
 
 
 def _client(sleeps: list[float], **kw) -> HttpClient:

@@ -6,6 +6,7 @@ import json
 from decimal import Decimal
 
 import pytest
+
 from finops.prices import jobs, lambda_cloud
 from finops.prices.http import HttpClient, PriceSourceError
 from finops.prices.settings import HttpSettings, parse_prices
