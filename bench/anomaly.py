@@ -166,12 +166,12 @@ def main(argv: list[str] | None = None) -> int:
           f"(generated in {gen_s:.1f}s)")
     print(f"thresholds: floor ${th.abs_floor:g}, pct {th.pct:.0%}, z {th.z:g}")
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     det = detect(ds.x, th)
-    ours_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
+    ours_s, ours_cpu = time.perf_counter() - t0, time.process_time() - c0
+    t0, c0 = time.perf_counter(), time.process_time()
     base = trailing_mean_baseline(ds.x, 30, 0.20)
-    base_s = time.perf_counter() - t0
+    base_s, base_cpu = time.perf_counter() - t0, time.process_time() - c0
     # the same baseline given our $ floor on the excess over its mean, for a fair comparison
     c = np.concatenate([np.zeros((ds.x.shape[0], 1)), np.cumsum(ds.x, axis=1)], axis=1)
     idx = np.arange(ds.x.shape[1])
@@ -180,16 +180,17 @@ def main(argv: list[str] | None = None) -> int:
     base_floor = base & (ds.x - mean >= th.abs_floor)
 
     rows = [
-        ("finops (seasonal median + MAD)", score(det.flags, ds), ours_s),
-        ("kubecost-style (>20% over 30d avg)", score(base, ds), base_s),
-        ("kubecost-style + same $ floor", score(base_floor, ds), base_s),
+        ("finops (seasonal median + MAD)", score(det.flags, ds), ours_s, ours_cpu),
+        ("kubecost-style (>20% over 30d avg)", score(base, ds), base_s, base_cpu),
+        ("kubecost-style + same $ floor", score(base_floor, ds), base_s, base_cpu),
     ]
-    hdr = f"{'method':38} {'alerts':>7} {'TP':>6} {'FP':>6} {'prec':>6} {'recall':>6} {'F1':>6} {'time':>7}"
+    hdr = (f"{'method':38} {'alerts':>7} {'TP':>6} {'FP':>6} {'prec':>6} {'recall':>6} {'F1':>6} {'wall':>7} "
+           f"{'cpu':>7}")
     print(hdr)
     print("-" * len(hdr))
-    for name, s, secs in rows:
+    for name, s, secs, cpu in rows:
         print(f"{name:38} {s['alerts']:7d} {s['tp']:6d} {s['fp']:6d} {s['precision']:6.3f} {s['recall']:6.3f} "
-              f"{s['f1']:6.3f} {secs:6.2f}s")
+              f"{s['f1']:6.3f} {secs:6.2f}s {cpu:6.2f}s")
     print("recall by kind (finops):", {k[7:]: round(v, 3) for k, v in rows[0][1].items() if k.startswith("recall_")})
     print("recall by kind (kubecost):", {k[7:]: round(v, 3) for k, v in rows[1][1].items() if k.startswith("recall_")})
     return 0

@@ -38,8 +38,8 @@ def _sum(wh, sql, params):
     return D(wh.query(sql, params)[0][0] or 0)
 
 
-def test_showback_reconciles_with_focus_costs_and_is_idempotent(duckdb_wh):
-    wh = duckdb_wh
+def test_showback_reconciles_with_focus_costs_and_is_idempotent(any_wh):
+    wh = any_wh
     _seed(wh)
     rules = parse_rules(RULES)
     for _ in range(2):  # a re-run replaces, never doubles
@@ -67,8 +67,8 @@ def test_showback_reconciles_with_focus_costs_and_is_idempotent(duckdb_wh):
     assert storage == D("3.3333333333")
 
 
-def test_idle_gpu_cost_from_policy_actions_when_present(duckdb_wh):
-    wh = duckdb_wh
+def test_idle_gpu_cost_from_policy_actions_when_present(any_wh):
+    wh = any_wh
     rows = [focus_row(f"2026-10-03T{h:02d}:00:00", "1.5", tags={"team": "ml"}, x_instance_type="g5.xlarge",
                       resource_id="i-0abc") for h in range(8, 14)]
     insert_focus(wh, rows)

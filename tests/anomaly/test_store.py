@@ -100,11 +100,11 @@ def test_failed_delivery_stays_pending_and_is_retried(duckdb_wh, alert_slack, al
     assert second.new == [] and second.alerted == first.new
 
 
-def test_team_and_tag_monitors(duckdb_wh, alert_sinks):
+def test_team_and_tag_monitors(any_wh, alert_sinks):
     from finops.allocation.rules import parse_rules
     from finops.allocation.store import run_showback
 
-    wh = duckdb_wh
+    wh = any_wh
     _seed(wh)
     for period in ("2026-07", "2026-08", "2026-09", "2026-10"):
         run_showback(wh, period, parse_rules({}))

@@ -82,3 +82,10 @@ def register_configured_sinks(alerts: AlertsConfig | None = None, ledger: AlertL
     sink = make_sink(alerts, ledger)
     _REGISTERED["routes"] = sink
     register_sink(sink)
+
+
+def ensure_configured_sinks() -> None:
+    """For producers outside the anomaly DAG (validation failures, policy notices): register
+    the configured routes once per process, without a delivery ledger."""
+    if "routes" not in _REGISTERED:
+        register_configured_sinks()

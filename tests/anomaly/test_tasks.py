@@ -1,0 +1,34 @@
+"""The finops_anomalies task body with a real finops.yaml (routes + anomaly section)."""
+
+from __future__ import annotations
+
+import json
+
+from tests.anomaly.test_store import _seed
+
+
+def test_task_reads_config_routes_and_alerts_once(duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch,
+                                                  tmp_path):
+    from finops.allocation.tasks import run_anomalies_task
+
+    cfg = tmp_path / "finops.yaml"
+    cfg.write_text(
+        "alerts:\n"
+        "  routes:\n"
+        f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
+        "anomaly:\n"
+        "  lookback_days: 90\n"
+        "  monitors: [{type: service, abs_floor: 100, pct: 0.5}]\n"
+    )
+    monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
+    _seed(duckdb_wh)
+    duckdb_wh.close()
+    alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
+    first = run_anomalies_task()
+    assert len(first["new"]) == 1 and first["alerted"] == first["new"]
+    second = run_anomalies_task()
+    assert second["new"] == [] and second["alerted"] == []
+    assert len(alert_slack.payloads()) == 1
+    assert "Amazon Elastic Compute Cloud" in json.dumps(alert_slack.payloads()[0])
+    quiet = run_anomalies_task(send_alerts=False)
+    assert quiet["alerted"] == []
