@@ -41,7 +41,6 @@ def _load(name: str):
 def test_dags_parse_with_params():
     tags, idle, audit = _load("finops_policy_tags"), _load("finops_policy_idle"), _load("finops_audit")
     assert (tags.dag_id, idle.dag_id, audit.dag_id) == ("finops_policy_tags", "finops_policy_idle", "finops_audit")
-    assert audit.schedule is None if hasattr(audit, "schedule") else True
     assert set(audit.params.keys()) >= {"provider", "account", "policy", "dry_run"}
     assert audit.params["dry_run"] is True and idle.params["dry_run"] is True
     assert all(t.retries >= 1 for d in (tags, idle, audit) for t in d.tasks)
@@ -68,3 +67,13 @@ def test_audit_dag_runs_dry_on_moto(airflow_db, aws_conn, pol_config, pol_boto, 
         wh.close()
     reports = list((Path(pol_config).parent / "finops_home" / "reports").glob("violations-*.txt"))
     assert reports and "(no team)" in reports[0].read_text()
+
+
+def test_scheduled_runs_stay_dry_unless_enforced(monkeypatch):
+    from finops.policies.tasks import effective_dry_run
+
+    monkeypatch.delenv("AIRFLOW_VAR_FINOPS_POLICY_ENFORCE", raising=False)
+    assert effective_dry_run(False, "scheduled") is True  # the Param alone cannot make a schedule live
+    assert effective_dry_run(False, "manual") is False and effective_dry_run(True, "manual") is True
+    monkeypatch.setenv("AIRFLOW_VAR_FINOPS_POLICY_ENFORCE", "true")
+    assert effective_dry_run(True, "scheduled") is False

@@ -55,6 +55,16 @@ def test_bad_yaml_and_duplicates(tmp_path):
         parse_policies(["x"])
 
 
+def test_marking_policies_need_distinct_mark_tags(tmp_path):
+    _write(tmp_path, "policies:\n"
+           "  - {name: a, kind: idle, action: mark, idle: {hours: 1, gpu_util_below: 5}}\n"
+           "  - {name: b, kind: idle, action: stop, idle: {hours: 2, gpu_util_below: 5}}\n")
+    with pytest.raises(PolicyError, match="both use mark_tag"):
+        load_all(tmp_path)
+    [t] = parse_policies({"policies": [{"name": "t", "kind": "tags", "required_tags": [{"key": "a"}]}]})
+    assert t.mark_tag == "finops-tags-marked"
+
+
 def test_stop_policy_default_scope_excludes_lambda():
     [p] = parse_policies({"policies": [{"name": "s", "kind": "idle", "action": "stop",
                                          "idle": {"hours": 1, "gpu_util_below": 5}}]})

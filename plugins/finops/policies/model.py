@@ -175,8 +175,11 @@ class Policy(_Model):
 
     @model_validator(mode="before")
     @classmethod
-    def _stop_scope_default(cls, data: Any) -> Any:
-        """A stop policy with no explicit providers covers the clouds that can stop (not Lambda)."""
+    def _defaults(cls, data: Any) -> Any:
+        """Mark key per kind (an idle mark must not be lifted by a tags policy); a stop policy
+        with no explicit providers covers the clouds that can stop (not Lambda)."""
+        if isinstance(data, dict) and "mark_tag" not in data and data.get("kind") == "tags":
+            data = {**data, "mark_tag": "finops-tags-marked"}
         if isinstance(data, dict) and data.get("action") == "stop":
             scope = data.get("scope") or {}
             if isinstance(scope, dict) and "providers" not in scope:
@@ -283,6 +286,15 @@ def load_all(directory: str | Path) -> tuple[list[Policy], list[Target]]:
                 seen[key] = str(f)
         policies += pf.policies
         targets += pf.targets
+    marks: dict[str, str] = {}
+    for pol in policies:
+        if pol.action in ("mark", "stop", "terminate"):
+            if pol.mark_tag in marks:
+                raise PolicyError(
+                    f"{d}: policies {marks[pol.mark_tag]!r} and {pol.name!r} both use mark_tag {pol.mark_tag!r}; "
+                    "each marking policy needs its own (one would lift the other's marks)"
+                )
+            marks[pol.mark_tag] = pol.name
     return policies, targets
 
 

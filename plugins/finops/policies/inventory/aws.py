@@ -52,7 +52,9 @@ class AwsInventory:
         self.account = account or _client(conn_id, region, "sts").get_caller_identity()["Account"]
 
     def list_resources(self, instance_ids: list[str] | None = None) -> list[Resource]:
-        kw: dict[str, Any] = {"InstanceIds": instance_ids} if instance_ids else {}
+        kw: dict[str, Any] = {"InstanceIds": instance_ids} if instance_ids else {
+            "Filters": [{"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
+        }
         out: list[Resource] = []
         for page in self.ec2.get_paginator("describe_instances").paginate(**kw):
             for res in page.get("Reservations", []):

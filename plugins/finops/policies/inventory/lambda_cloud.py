@@ -47,7 +47,8 @@ class LambdaInventory:
         self.api = RestClient(base_url, token)
 
     def list_resources(self) -> list[Resource]:
-        return [to_resource(i, self.account) for i in self.api.get("api/v1/instances").get("data", []) or []]
+        data = self.api.get("api/v1/instances").get("data", []) or []
+        return [to_resource(i, self.account) for i in data if i.get("status") != "terminated"]
 
     def refresh(self, resource: Resource) -> Resource | None:
         from finops.policies.rest import RestError
