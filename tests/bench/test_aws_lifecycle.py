@@ -11,6 +11,7 @@ import re
 import botocore.exceptions
 import pytest
 import requests
+
 from finops.bench import lifecycle
 from finops.bench.launchers.aws import AwsLauncher
 from finops.bench.launchers.base import CapReached, LaunchError, TerminateError

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from finops.bench.pricing import (
     Job,
     Offer,

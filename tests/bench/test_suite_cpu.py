@@ -12,6 +12,7 @@ import sys
 import tarfile
 
 import pytest
+
 from finops.bench.bootstrap import USER_DATA_LIMIT, bench_payload, presigned_put_upload, render
 from finops.bench.schema import RESULT_SCHEMA, SchemaError, validate
 

@@ -2,6 +2,7 @@
 
 ```yaml
 benchmarks:
+  dry_run: true                       # scheduled runs; a manual run takes the dry_run Param
   results_conn_id: aws_default        # S3 connection the DAG reads results with
   results_bucket: finops-bench-results
   results_prefix: gpu-benchmarks
@@ -101,13 +102,14 @@ class Target(_M):
 
 
 class BenchSettings(_M):
+    dry_run: bool = Field(default=True, description="scheduled runs launch for real only when false")
     results_conn_id: str = "aws_default"
     results_bucket: str = "finops-bench-results"
     results_prefix: str = "gpu-benchmarks"
     max_instances: int = Field(default=4, ge=0, le=64)
     max_running: int = Field(default=8, ge=1, le=256)
     ttl_minutes: int = Field(default=45, ge=5, le=24 * 60)
-    wait_timeout_minutes: int = Field(default=50, ge=1, le=24 * 60)
+    wait_timeout_minutes: float = Field(default=50, gt=0, le=24 * 60)
     terminate_timeout_s: int = Field(default=600, ge=1, le=3600)
     quick: bool = False
     bench_args: list[str] = []

@@ -10,20 +10,20 @@ if TYPE_CHECKING:
     from finops.bench.settings import Target
 
 
-def for_target(target: Target) -> Launcher:
+def for_target(target: Target, max_running: int = 8) -> Launcher:
     """A launcher for the target's cloud, built from its Airflow connection."""
     if target.provider == "aws":
         from finops.bench.launchers.aws import AwsLauncher
 
-        return AwsLauncher.from_conn(target.connection, target)
+        return AwsLauncher.from_conn(target.connection, target, max_running)
     if target.provider == "gcp":
         from finops.bench.launchers.gcp import GcpLauncher
 
-        return GcpLauncher.from_conn(target.connection, target)
+        return GcpLauncher.from_conn(target.connection, target, max_running)
     if target.provider == "azure":
         from finops.bench.launchers.azure import AzureLauncher
 
-        return AzureLauncher.from_conn(target.connection, target)
+        return AzureLauncher.from_conn(target.connection, target, max_running)
     from finops.bench.launchers.lambda_cloud import LambdaLauncher
 
-    return LambdaLauncher.from_conn(target.connection, target)
+    return LambdaLauncher.from_conn(target.connection, target, max_running)

@@ -1,0 +1,160 @@
+"""Weekly GPU benchmarks on fresh instances -> cost per unit of work.
+
+For each configured (provider, region, instance type, pricing model), a mapped task group:
+prepare + launch (setups) -> deferrable wait for the results object -> collect -> terminate
+(teardown: always runs, finds instances by tag, polls until they are gone). Then the figures
+are joined with the latest prices. Wiring only: the logic lives in finops.bench.lifecycle.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Param, dag, get_current_context, task, task_group
+
+from finops.bench.operators import WaitForBenchResultsOperator
+
+DEFAULT_ARGS = {
+    "retries": 2,
+    "retry_delay": timedelta(seconds=30),
+    "retry_exponential_backoff": True,
+    "max_retry_delay": timedelta(minutes=10),
+}
+
+
+@dag(
+    dag_id="finops_gpu_benchmark",
+    schedule="0 6 * * 1",
+    start_date=datetime(2026, 1, 5, tzinfo=UTC),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["finops", "benchmarks", "gpu"],
+    doc_md=__doc__,
+    params={
+        "dry_run": Param(True, type="boolean", title="Dry run",
+                         description="Render and audit what would be launched; launch nothing. "
+                                     "Scheduled runs follow benchmarks.dry_run in finops.yaml."),
+        "targets": Param([], type="array", items={"type": "string"}, title="Targets",
+                         description="provider/region/instance_type/pricing_model keys; empty = all configured"),
+        "max_instances": Param(None, type=["null", "integer"], minimum=0, maximum=64, title="Max instances",
+                               description="Launch at most this many (never more than benchmarks.max_instances)"),
+        "quick": Param(False, type="boolean", title="Quick", description="Small sizes: a smoke test of the setup"),
+    },
+)
+def finops_gpu_benchmark():
+    @task
+    def plan() -> list[dict[str, Any]]:
+        from finops.bench import lifecycle
+        from finops.bench.settings import get_settings
+
+        ctx = get_current_context()
+        params = ctx["params"]
+        settings = get_settings()
+        scheduled = str(ctx["dag_run"].run_type).lower().endswith("scheduled")
+        dry_run = settings.dry_run if scheduled else bool(params["dry_run"])
+        chosen, dropped = lifecycle.plan(settings, params.get("targets") or None, params.get("max_instances"))
+        if dropped:
+            print(f"cap: not launching {dropped}")
+        return [{"target": t, "dry_run": dry_run, "quick": bool(params.get("quick"))} for t in chosen]
+
+    @task
+    def prepare(item: dict[str, Any]) -> dict[str, Any]:
+        from finops.bench import lifecycle
+        from finops.bench.settings import get_settings
+
+        ctx = get_current_context()
+        out = lifecycle.prepare(get_settings(), item["target"], ctx["run_id"], dag_id=ctx["dag"].dag_id)
+        return out | {"dry_run": item["dry_run"], "quick": item["quick"]}
+
+    @task(retries=3)
+    def launch(prepared: dict[str, Any]) -> dict[str, Any]:
+        from finops.bench import lifecycle
+        from finops.bench.launchers import for_target
+        from finops.bench.operators import make_presign
+        from finops.bench.settings import get_settings
+        from finops.warehouse import connect
+
+        settings = get_settings()
+        if prepared["quick"]:
+            settings = settings.model_copy(update={"quick": True})
+        dry = prepared["dry_run"]
+        target = settings.target(prepared["target"]["key"])
+        wh = connect()
+        try:
+            out = lifecycle.launch(
+                prepared, settings, None if dry else for_target(target, settings.max_running), dry_run=dry, wh=wh,
+                presign=None if dry else make_presign(settings.results_conn_id))
+        finally:
+            wh.close()
+        return out | {"dag_run_id": prepared["dag_run_id"]}
+
+    @task
+    def collect(launched: dict[str, Any], waited: dict[str, Any]) -> int:
+        from finops.bench import lifecycle
+        from finops.bench.operators import make_reader, results_conn
+        from finops.bench.settings import get_settings
+        from finops.warehouse import connect
+
+        if launched.get("dry_run"):
+            return 0
+        settings = get_settings()
+        wh = connect()
+        try:
+            return lifecycle.collect(launched, make_reader(results_conn(settings, launched["target"])), wh)
+        finally:
+            wh.close()
+
+    @task(retries=3)
+    def terminate(prepared: dict[str, Any]) -> dict[str, Any]:
+        from finops.bench import lifecycle
+        from finops.bench.launchers import for_target
+        from finops.bench.settings import get_settings
+        from finops.warehouse import connect
+
+        if prepared["dry_run"]:
+            return {"dry_run": True, "terminated": []}
+        settings = get_settings()
+        launcher = for_target(settings.target(prepared["target"]["key"]), settings.max_running)
+        wh = connect()
+        try:
+            rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=wh,
+                                      timeout_s=settings.terminate_timeout_s)
+        finally:
+            wh.close()
+        return rep.as_dict()
+
+    @task_group
+    def benchmark(item: dict[str, Any]) -> None:
+        prepared = prepare(item)
+        launched = launch(prepared)
+        waited = WaitForBenchResultsOperator(task_id="wait", launched=launched, retries=0, poll_s=30.0)
+        collected = collect(launched, waited.output)
+        done = terminate(prepared)
+        collected >> done
+        done.as_teardown(setups=[prepared, launched], on_failure_fail_dagrun=True)
+
+    @task(trigger_rule="all_done", retries=0)
+    def report() -> list[dict[str, Any]]:
+        """Join the figures with the latest prices; fail the run if any benchmark failed."""
+        from finops.bench.report import failed_runs, price_performance
+        from finops.bench.settings import get_settings
+        from finops.warehouse import connect
+
+        wh = connect()
+        try:
+            rows = price_performance(wh, get_settings())
+            failed = failed_runs(wh, get_current_context()["run_id"])
+        finally:
+            wh.close()
+        for r in rows:
+            print(r)
+        if failed:
+            raise RuntimeError(f"{len(failed)} benchmark(s) failed: {failed}")
+        return rows
+
+    benchmark.expand(item=plan()) >> report()
+
+
+finops_gpu_benchmark()

@@ -1,0 +1,64 @@
+"""The two benchmark DAGs: integrity, and dag.test() runs against moto (dry-run, and a real
+launch whose results never arrive: the teardown must still terminate the instance)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from tests.bench.test_aws_lifecycle import _alive
+
+
+def _dag(dag_id: str):
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(f"dags/{dag_id}.py")
+    assert not bag.import_errors
+    return bag.dags[dag_id]
+
+
+@pytest.fixture
+def bench_config(tmp_path, monkeypatch, finops_home, bench_settings):
+    cfg = {"benchmarks": bench_settings.model_dump() | {"wait_timeout_minutes": 0.01, "terminate_timeout_s": 30}}
+    path = tmp_path / "finops.yaml"
+    path.write_text(yaml.safe_dump(json.loads(json.dumps(cfg))))
+    monkeypatch.setenv("FINOPS_CONFIG", str(path))
+    return path
+
+
+def test_benchmark_dag_shape():
+    dag = _dag("finops_gpu_benchmark")
+    assert dag.params["dry_run"] is True
+    tasks = dag.task_dict
+    assert tasks["benchmark.terminate"].is_teardown
+    assert tasks["benchmark.prepare"].is_setup and tasks["benchmark.launch"].is_setup
+    assert tasks["benchmark.wait"].retries == 0
+    assert {t.task_id for t in tasks["benchmark.launch"].downstream_list} >= {"benchmark.wait"}
+    reaper = _dag("finops_bench_reaper")
+    assert reaper.params["dry_run"] is True and "reap" in reaper.task_dict
+
+
+@pytest.mark.slow
+def test_real_run_without_results_still_tears_down(airflow_db, bench_config, bench_ec2, bench_alerts):
+    from finops.warehouse import connect
+
+    client, _ = bench_ec2
+    dr = _dag("finops_gpu_benchmark").test(run_conf={"dry_run": False, "targets": ["aws/us-east-1/p5.48xlarge/spot"]})
+    states = {(ti.task_id, ti.map_index): ti.state for ti in dr.get_task_instances()}
+    assert dr.state == "failed"
+    assert states[("benchmark.launch", 0)] == "success"
+    assert states[("benchmark.wait", 0)] == "failed"
+    assert states[("benchmark.collect", 0)] == "upstream_failed"
+    assert states[("benchmark.terminate", 0)] == "success"
+    assert states[("report", -1)] == "failed"  # the failure is reported at the end of the run
+    assert _alive(client) == []  # nothing left running
+    wh = connect()
+    try:
+        assert wh.query("SELECT status FROM gpu_benchmark_runs") == [("timeout",)]
+        acts = wh.query("SELECT action, result FROM policy_actions ORDER BY created_at")
+    finally:
+        wh.close()
+    assert acts == [("launch", "ok"), ("terminate", "ok")]
+    assert "benchmark_wait_failed" in [e.kind for e in bench_alerts]
