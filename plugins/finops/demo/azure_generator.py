@@ -266,3 +266,25 @@ def focus_csv_bytes(sample: AzureSample) -> bytes:
             "x_SkuMeterCategory": r.get("cat"), "x_SkuDetails": r.get("info") or "",
         })
     return buf.getvalue().encode()
+
+
+def manifest(*, export_name: str, run_id: str, submitted: str, blobs: list[tuple[str, int, int]],
+             export_type: str = "AmortizedCost", start: str = "2026-10-01", end: str = "2026-10-31") -> dict[str, Any]:
+    """A Cost Management export manifest.json (manifestVersion 2024-04-01 shape).
+    blobs: (blobName, byteCount, dataRowCount)."""
+    return {
+        "manifestVersion": "2024-04-01",
+        "byteCount": sum(b[1] for b in blobs),
+        "blobCount": len(blobs),
+        "dataRowCount": sum(b[2] for b in blobs),
+        "exportConfig": {"exportName": export_name, "resourceId": f"/providers/Microsoft.Billing/billingAccounts/8611537/"
+                         f"providers/Microsoft.CostManagement/exports/{export_name}",
+                         "dataVersion": "2021-10-01", "apiVersion": "2023-07-01-preview", "type": export_type,
+                         "timeFrame": "MonthToDate", "granularity": "Daily"},
+        "deliveryConfig": {"partitionData": True, "dataOverwriteBehavior": "CreateNewReport", "fileFormat": "Csv",
+                           "compressionMode": "gzip", "containerUri": "/subscriptions/x/storageAccounts/finops",
+                           "rootFolderPath": "exports"},
+        "runInfo": {"executionType": "Scheduled", "submittedTime": submitted, "runId": run_id,
+                    "startDate": f"{start}T00:00:00", "endDate": f"{end}T00:00:00"},
+        "blobs": [{"blobName": n, "byteCount": size, "dataRowCount": rows} for n, size, rows in blobs],
+    }
