@@ -232,3 +232,17 @@ def test_unreadable_staging_fails_without_raising(tmp_path):
     assert rep.success is False and rep.failures[0].startswith("staging: cannot read truncated.parquet")
     assert _validate([], Decimal("0")).failures == ["staging: no staging files"]
     assert isinstance(rep, ValidationReport)
+
+
+def test_failed_batch_quarantines_with_its_gx_result(q_broken, finops_home):
+    from finops.quality import quarantine_batch
+
+    rep, _, path = q_broken
+    folder = quarantine_batch(
+        source="main-payer", billing_period=PERIOD, load_id="L9", raw_files=[path], report=rep
+    )
+    assert (folder / "staging.parquet").read_bytes() == path.read_bytes()
+    stored = json.loads((folder / "report.json").read_text())
+    assert stored["validation"]["failures"] == rep.failures
+    gx = json.loads((folder / "gx_result.json").read_text())
+    assert gx["success"] is False and len(gx["results"]) == len(rep.gx_result["results"])
