@@ -263,3 +263,29 @@ def test_plan_caps_and_rejects_unknown_targets(bench_settings):
     assert dropped == ["aws/us-east-1/p4d.24xlarge/ondemand"]
     with pytest.raises(ValueError, match="unknown benchmark targets"):
         lifecycle.plan(bench_settings, only=["aws/nowhere/x/spot"])
+
+
+def test_reaper_terminates_only_expired_tagged_instances(bench_ec2, bench_settings, duckdb_wh, aws_conn):
+    from datetime import UTC, datetime, timedelta
+
+    client, image = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    targets, _ = lifecycle.plan(bench_settings)
+    old = lifecycle.prepare(bench_settings, targets[0], "old", now=datetime.now(UTC) - timedelta(hours=2))
+    new = lifecycle.prepare(bench_settings, targets[0], "new")
+    [old_id] = lifecycle.launch(old, bench_settings, launcher, dry_run=False, wh=None,
+                                presign=make_presign(aws_conn))["instance_ids"]
+    [new_id] = lifecycle.launch(new, bench_settings, launcher, dry_run=False, wh=None,
+                                presign=make_presign(aws_conn))["instance_ids"]
+    other = client.run_instances(ImageId=image, MinCount=1, MaxCount=1, InstanceType="p5.48xlarge", TagSpecifications=[
+        {"ResourceType": "instance", "Tags": [{"Key": "finops:expires-at", "Value": "2000-01-01T00:00:00Z"}]}])
+    other_id = other["Instances"][0]["InstanceId"]  # expired tag but not a benchmark: not ours
+
+    dry = lifecycle.reap([launcher], dry_run=True, wh=duckdb_wh, run_id="reaper-1")
+    assert dry["expired"] == [f"aws:us-east-1:{old_id}"] and dry["terminated"] == []
+    assert sorted(_alive(client)) == sorted([old_id, new_id, other_id])
+    real = lifecycle.reap([launcher], dry_run=False, wh=duckdb_wh, run_id="reaper-2")
+    assert real["terminated"] == [f"aws:us-east-1:{old_id}"] and real["kept"] == 1 and not real["errors"]
+    assert sorted(_alive(client)) == sorted([new_id, other_id])
+    assert duckdb_wh.query("SELECT run_id, result FROM policy_actions WHERE action = 'reap' ORDER BY run_id") == [
+        ("reaper-1", "dry_run"), ("reaper-2", "ok")]

@@ -101,6 +101,7 @@ def prepare(settings: BenchSettings, target: dict[str, Any], dag_run_id: str, *,
     """Pure: the bench run id, expiry and results URI of one target in one DAG run."""
     now = now or datetime.now(UTC)
     bid = bench_run_id(dag_id, dag_run_id, target["key"])
+    results_base = results_base or target.get("results_base")
     uri = f"{results_base.rstrip('/')}/{bid}.json" if results_base else results_uri(settings, bid)
     expires = now + timedelta(minutes=settings.ttl_minutes)
     return {"bench_run_id": bid, "dag_id": dag_id, "dag_run_id": dag_run_id, "target": target,

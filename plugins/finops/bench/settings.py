@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Provider = Literal["aws", "gcp", "azure", "lambda"]
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,254}$")
+_SAFE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._:/-]{0,510}$")
 
 
 class BenchSettingsError(ValueError):
@@ -48,7 +48,7 @@ class Target(_M):
     gpu_model: str | None = None  # for reports before the first result arrives
     gpu_count: int = Field(default=1, ge=1, le=64)
     price_per_hour: float | None = Field(default=None, ge=0, description="fallback when the price tables are empty")
-    # aws
+    # aws (subnet_id is also the Azure subnet resource id)
     image_id: str | None = None
     subnet_id: str | None = None
     security_group_ids: list[str] = []
@@ -63,11 +63,15 @@ class Target(_M):
     # azure
     subscription_id: str | None = None
     resource_group: str | None = None
-    image_reference: dict[str, str] = {}
-    nic_id: str | None = None
-    identity_id: str | None = None
+    image_reference: dict[str, str] = {}  # publisher / offer / sku / version
+    identity_id: str | None = None  # user-assigned identity allowed to write the results blob
+    ssh_public_key: str | None = None  # a PUBLIC key (Azure requires one for Linux VMs)
     # lambda
     ssh_key_name: str | None = None
+    # where this target's results land: default S3 (pre-signed PUT); or gs://bucket/prefix,
+    # https://<account>.blob.core.windows.net/<container>/prefix with results_conn_id to read them
+    results_base: str | None = None
+    results_conn_id: str | None = None
 
     @field_validator("region", "instance_type", "image_id", "subnet_id", "zone", "project", "resource_group")
     @classmethod
@@ -81,7 +85,7 @@ class Target(_M):
         need = {
             "aws": ["image_id"],
             "gcp": ["project", "zone", "image"],
-            "azure": ["subscription_id", "resource_group", "nic_id"],
+            "azure": ["subscription_id", "resource_group", "subnet_id", "ssh_public_key"],
             "lambda": ["ssh_key_name"],
         }[self.provider]
         missing = [k for k in need if not getattr(self, k)]

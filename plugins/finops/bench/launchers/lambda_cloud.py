@@ -1,0 +1,105 @@
+"""Lambda Cloud launcher: `POST /api/v1/instance-operations/launch` (with cloud-init user
+data), `POST /api/v1/instance-operations/terminate`, `GET /api/v1/instances`.
+
+Lambda has no shutdown-terminates behaviour and no required tags, so a benchmark instance is
+recognised by its name, which also carries its expiry: `finops-bench-<run id>-<YYYYmmddTHHMMZ>`
+(tags are sent too). A powered-off Lambda instance still bills: teardown and the reaper matter.
+Results go to S3 through a pre-signed PUT URL in the user data.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from finops.bench.launchers.base import NAME_PREFIX, CapReached, Instance, LaunchError, LaunchSpec
+from finops.bench.launchers.rest import RestClient
+from finops.bench.settings import Target
+
+log = logging.getLogger(__name__)
+DEFAULT_BASE = "https://cloud.lambda.ai"
+_NAME = re.compile(rf"^{NAME_PREFIX}(?P<bid>[0-9a-f]{{8,40}})-(?P<exp>\d{{8}}T\d{{4}}Z)$")
+GONE = {"terminated"}
+
+
+def instance_name(spec: LaunchSpec) -> str:
+    return f"{NAME_PREFIX}{spec.bench_run_id}-{spec.expires_at.astimezone(UTC):%Y%m%dT%H%MZ}"
+
+
+def parse_name(name: str | None) -> tuple[str, datetime] | None:
+    m = _NAME.match(name or "")
+    if not m:
+        return None
+    return m["bid"], datetime.strptime(m["exp"], "%Y%m%dT%H%MZ").replace(tzinfo=UTC)
+
+
+class LambdaLauncher:
+    provider = "lambda"
+
+    def __init__(self, api: RestClient, target: Target, max_running: int = 8):
+        self.api = api
+        self.target = target
+        self.max_running = max_running
+
+    @classmethod
+    def from_conn(cls, conn_id: str, target: Target, max_running: int = 8) -> LambdaLauncher:
+        from airflow.sdk import BaseHook
+
+        conn = BaseHook.get_connection(conn_id)
+        base = DEFAULT_BASE
+        if conn.host:
+            base = conn.host if "://" in conn.host else f"{conn.schema or 'https'}://{conn.host}" + (
+                f":{conn.port}" if conn.port else "")
+        return cls(RestClient(base, conn.password), target, max_running)
+
+    def launch(self, spec: LaunchSpec) -> list[str]:
+        alive = self.find()
+        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id]
+        if mine:
+            return mine
+        if len(alive) >= self.max_running:
+            raise CapReached(f"{len(alive)} Lambda benchmark instances alive (cap {self.max_running})")
+        body: dict[str, Any] = {
+            "region_name": spec.region,
+            "instance_type_name": spec.instance_type,
+            "ssh_key_names": [self.target.ssh_key_name],
+            "quantity": 1,
+            "name": instance_name(spec),
+            "user_data": spec.user_data,
+            "tags": [{"key": k.replace(":", "-"), "value": v} for k, v in spec.tags().items() if k != "Name"],
+        }
+        try:
+            resp = self.api.call("POST", "/api/v1/instance-operations/launch", json=body, idempotent=False)
+            return list(resp["data"]["instance_ids"])
+        except Exception as e:
+            cleaned = True
+            try:
+                left = [i.instance_id for i in self.find(spec.bench_run_id)]
+                if left:
+                    log.warning("Lambda launch of %s failed after creating %s: terminating", spec.bench_run_id, left)
+                    self.terminate(left)
+            except Exception as ce:  # noqa: BLE001 - teardown retries
+                log.error("cleanup after failed Lambda launch failed: %s", ce)
+                cleaned = False
+            raise LaunchError(f"Lambda launch for {spec.bench_run_id} failed: {e}", cleaned=cleaned) from e
+
+    def find(self, bench_run_id: str | None = None) -> list[Instance]:
+        data = self.api.call("GET", "/api/v1/instances")["data"]
+        out = []
+        for i in data:
+            parsed = parse_name(i.get("name"))
+            if not parsed or i.get("status") in GONE:
+                continue
+            bid, exp = parsed
+            if bench_run_id and bid != bench_run_id:
+                continue
+            region = (i.get("region") or {}).get("name", "")
+            out.append(Instance("lambda", region, i["id"], i.get("status", ""), bid, exp))
+        return out
+
+    def terminate(self, instance_ids: list[str]) -> None:
+        if instance_ids:
+            # terminating twice is harmless, so retrying on 5xx is safe
+            self.api.call("POST", "/api/v1/instance-operations/terminate", json={"instance_ids": list(instance_ids)})
