@@ -1,0 +1,190 @@
+"""Lambda Cloud: poll the public API, keep instance lifetimes in the warehouse, and hand the
+period's billable intervals to the spine (Lambda has no billing export).
+
+HTTP goes through the HTTP provider's HttpHook on connection `conn_id` (host e.g.
+https://cloud.lambda.ai, API key in the connection *password*, sent as a Bearer token).
+429 (honouring Retry-After) and 5xx are retried with exponential backoff; other errors
+raise at once. The lifetime / gap rule itself is pure: finops.focus.lambda_cloud.
+
+Each DAG run is one poll: `plan_batches` polls, folds the poll into
+`lambda_instance_lifetimes` (+ a `lambda_polls` row), then writes the billing period's
+intervals (clipped to the period) to FINOPS_HOME/raw/lambda/<source>/<period>/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from finops.focus.lambda_cloud import DEFAULT_MAX_GAP, Lifetime, billable_interval, observe
+from finops.ingest import RawBatch
+from finops.orchestration.periods import period_bounds
+from finops.paths import subdir
+
+if TYPE_CHECKING:
+    from finops.config import LambdaSource
+    from finops.warehouse.base import Warehouse
+
+log = logging.getLogger(__name__)
+LIFETIMES = "lambda_instance_lifetimes"
+_COLS = ("source", "instance_id", "name", "instance_type", "region", "price_cents_per_hour", "first_seen",
+         "last_seen", "ended_at", "status", "updated_at")
+
+
+class LambdaApiError(RuntimeError):
+    pass
+
+
+class LambdaApi:
+    """GET helper for the Lambda Cloud API with 429 / 5xx retry and backoff."""
+
+    def __init__(self, conn_id: str, *, max_attempts: int = 5, base_delay: float = 1.0, max_delay: float = 30.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        from airflow.providers.http.hooks.http import HttpHook
+
+        self.hook = HttpHook(method="GET", http_conn_id=conn_id)
+        self.key = self.hook.get_connection(conn_id).password or ""
+        self.max_attempts, self.base_delay, self.max_delay, self.sleep = max_attempts, base_delay, max_delay, sleep
+
+    def get(self, endpoint: str) -> Any:
+        headers = {"Authorization": f"Bearer {self.key}", "Accept": "application/json"}
+        for attempt in range(1, self.max_attempts + 1):
+            resp = self.hook.run(endpoint, headers=headers, extra_options={"check_response": False, "timeout": 30})
+            if resp.status_code == 200:
+                return resp.json()
+            retryable = resp.status_code == 429 or resp.status_code >= 500
+            if not retryable or attempt == self.max_attempts:
+                detail = resp.text[:300]
+                raise LambdaApiError(f"GET {endpoint}: HTTP {resp.status_code} after {attempt} attempt(s): {detail}")
+            delay = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+            retry_after = resp.headers.get("Retry-After")
+            if resp.status_code == 429 and retry_after is not None:
+                try:
+                    delay = min(max(float(retry_after), 0.0), self.max_delay)
+                except ValueError:
+                    pass
+            log.warning("GET %s: HTTP %s, retry %d/%d in %.1fs", endpoint, resp.status_code, attempt,
+                        self.max_attempts - 1, delay)
+            self.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def instances(self) -> list[dict[str, Any]]:
+        return list(self.get("/api/v1/instances").get("data", []))
+
+    def instance_types(self) -> dict[str, Any]:
+        return dict(self.get("/api/v1/instance-types").get("data", {}))
+
+
+# ------------------------------------------------------------------ warehouse state
+def load_open(wh: Warehouse, source: str) -> dict[str, Lifetime]:
+    rows = wh.query(
+        f"SELECT instance_id, name, instance_type, region, price_cents_per_hour, first_seen, last_seen, ended_at, status "
+        f"FROM {LIFETIMES} WHERE source = ? AND ended_at IS NULL",
+        [source],
+    )
+    return {r[0]: Lifetime(r[0], r[1], r[2], r[3], int(r[4]), _utc(r[5]), _utc(r[6]), None, r[8]) for r in rows}
+
+
+def _utc(ts: datetime | None) -> datetime | None:
+    return None if ts is None else (ts if ts.tzinfo else ts.replace(tzinfo=UTC))
+
+
+def _naive(ts: datetime | None) -> datetime | None:
+    return None if ts is None else ts.astimezone(UTC).replace(tzinfo=None)
+
+
+def save(wh: Warehouse, source: str, changed: dict[str, Lifetime], polled_at: datetime, count: int) -> None:
+    import pyarrow as pa
+
+    now = _naive(datetime.now(UTC))
+    if changed:
+        rows = [{"source": source, "instance_id": lt.instance_id, "name": lt.name, "instance_type": lt.instance_type,
+                 "region": lt.region, "price_cents_per_hour": lt.price_cents_per_hour,
+                 "first_seen": _naive(lt.first_seen), "last_seen": _naive(lt.last_seen),
+                 "ended_at": _naive(lt.ended_at), "status": lt.status, "updated_at": now} for lt in changed.values()]
+        schema = pa.schema([("source", pa.string()), ("instance_id", pa.string()), ("name", pa.string()),
+                            ("instance_type", pa.string()), ("region", pa.string()),
+                            ("price_cents_per_hour", pa.int32()), ("first_seen", pa.timestamp("us")),
+                            ("last_seen", pa.timestamp("us")), ("ended_at", pa.timestamp("us")),
+                            ("status", pa.string()), ("updated_at", pa.timestamp("us"))])
+        wh.upsert_arrow(LIFETIMES, pa.Table.from_pylist(rows, schema=schema), keys=["source", "instance_id"])
+    wh.execute("INSERT INTO lambda_polls (source, polled_at, instance_count) VALUES (?, ?, ?)",
+               [source, _naive(polled_at), count])
+
+
+def poll_once(wh: Warehouse, src: LambdaSource, api: LambdaApi, polled_at: datetime | None = None,
+              max_gap: timedelta = DEFAULT_MAX_GAP) -> dict[str, Lifetime]:
+    """One poll folded into the warehouse; returns the lifetimes it changed."""
+    instances = api.instances()
+    at = polled_at or datetime.now(UTC)
+    changed = observe(load_open(wh, src.name), instances, at, max_gap)
+    save(wh, src.name, changed, at, len(instances))
+    log.info("%s: polled %d instance(s), %d lifetime(s) changed", src.name, len(instances), len(changed))
+    return changed
+
+
+def period_intervals(wh: Warehouse, src: LambdaSource, period: str) -> list[dict[str, Any]]:
+    """Billable intervals overlapping the period, clipped to it (naive UTC)."""
+    start, end = period_bounds(period)
+    rows = wh.query(
+        f"SELECT instance_id, name, instance_type, region, price_cents_per_hour, first_seen, last_seen, ended_at "
+        f"FROM {LIFETIMES} WHERE source = ? AND first_seen < ? AND COALESCE(ended_at, last_seen) > ? "
+        "ORDER BY instance_id",
+        [src.name, end, start],
+    )
+    out = []
+    for iid, name, itype, region, cents, first, last, ended in rows:
+        b0, b1 = billable_interval(Lifetime(iid, name, itype, region, int(cents), first, last, ended))
+        b0, b1 = max(b0, start), min(b1, end)
+        if b1 > b0:
+            out.append({"instance_id": iid, "name": name, "instance_type": itype, "region": region,
+                        "price_cents_per_hour": int(cents), "bill_start": b0, "bill_end": b1,
+                        "account_name": src.account_name})
+    return out
+
+
+def write_intervals(src: LambdaSource, period: str, rows: list[dict[str, Any]]) -> tuple[Path, str]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fingerprint = hashlib.sha256(json.dumps(rows, default=str, sort_keys=True).encode()).hexdigest()[:16]
+    out = subdir("raw") / "lambda" / src.name / period / f"lifetimes-{fingerprint}.parquet"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    schema = pa.schema([("instance_id", pa.string()), ("name", pa.string()), ("instance_type", pa.string()),
+                        ("region", pa.string()), ("price_cents_per_hour", pa.int32()),
+                        ("bill_start", pa.timestamp("us")), ("bill_end", pa.timestamp("us")),
+                        ("account_name", pa.string())])
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), out)
+    return out, fingerprint
+
+
+def converter_for(src: LambdaSource) -> Any:
+    from finops.focus.lambda_cloud import CONVERTER
+
+    return CONVERTER
+
+
+def plan_batches(src: LambdaSource, billing_period: str, *, api: LambdaApi | None = None,
+                 wh: Warehouse | None = None) -> list[RawBatch]:
+    """Poll now, then hand the period's intervals to the spine ([] when nothing ran)."""
+    from finops.warehouse import connect
+
+    own = wh is None
+    wh = wh or connect()
+    try:
+        poll_once(wh, src, api or LambdaApi(src.conn_id))
+        rows = period_intervals(wh, src, billing_period)
+    finally:
+        if own:
+            wh.close()
+    if not rows:
+        return []
+    path, fingerprint = write_intervals(src, billing_period, rows)
+    return [RawBatch(source=src.name, provider="lambda", billing_period=billing_period, files=[path],
+                     fingerprint=f"lifetimes:{fingerprint}", currency_hint="USD")]

@@ -1,0 +1,83 @@
+"""Lambda source against a local API server: retries, lifetimes in the warehouse, spine load."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from finops.config import LambdaSource
+from finops.demo import lambda_generator as gen
+from finops.ingest import load_batch
+from finops.sources import lambda_cloud as lam
+
+SRC = LambdaSource(name="lambda-main", conn_id="lambda_cloud_default", account_name="acme-lambda")
+
+
+def _api(**kw):
+    return lam.LambdaApi("lambda_cloud_default", sleep=kw.pop("sleep", lambda s: None), **kw)
+
+
+def test_retries_429_and_5xx_then_succeeds(lam_api):
+    sleeps: list[float] = []
+    lam_api.fail_next(429, retry_after="7")
+    lam_api.fail_next(503)
+    lam_api.fail_next(500)
+    data = _api(sleep=sleeps.append).instance_types()
+    assert "gpu_1x_a100_sxm4" in data and data["gpu_1x_a100_sxm4"]["instance_type"]["price_cents_per_hour"] == 129
+    assert sleeps == [7.0, 2.0, 4.0]  # Retry-After honoured, then exponential backoff
+    assert len(lam_api.calls) == 4
+
+
+def test_gives_up_after_max_attempts(lam_api):
+    for _ in range(3):
+        lam_api.fail_next(502)
+    with pytest.raises(lam.LambdaApiError, match="HTTP 502 after 3"):
+        _api(max_attempts=3).instances()
+
+
+def test_bad_key_is_not_retried(lam_api, monkeypatch):
+    import json
+
+    conn = json.loads(__import__("os").environ["AIRFLOW_CONN_LAMBDA_CLOUD_DEFAULT"])
+    conn["password"] = "wrong"
+    monkeypatch.setenv("AIRFLOW_CONN_LAMBDA_CLOUD_DEFAULT", json.dumps(conn))
+    with pytest.raises(lam.LambdaApiError, match="HTTP 401 after 1"):
+        _api().instances()
+
+
+def test_polls_into_lifetimes_then_loads_focus(lam_api, duckdb_wh):
+    sample = gen.generate()
+    api = _api()
+    for t, resp in zip(sample.polls, sample.responses, strict=True):
+        lam_api.instances = resp["data"]
+        lam.poll_once(duckdb_wh, SRC, api, polled_at=t)
+    assert duckdb_wh.query("SELECT count(*) FROM lambda_polls WHERE source = 'lambda-main'")[0][0] == len(sample.polls)
+    rows = dict(duckdb_wh.query("SELECT name, ended_at FROM lambda_instance_lifetimes WHERE source = 'lambda-main'"))
+    t0 = datetime(2026, 10, 1)
+    assert rows == {"train-llm": t0 + timedelta(hours=10), "eval": t0 + timedelta(hours=13, minutes=30), "notebook": None}
+
+    intervals = lam.period_intervals(duckdb_wh, SRC, "2026-10")
+    path, fp = lam.write_intervals(SRC, "2026-10", intervals)
+    from finops.ingest import RawBatch
+
+    batch = RawBatch(source="lambda-main", provider="lambda", billing_period="2026-10", files=[path],
+                     fingerprint=f"lifetimes:{fp}")
+    entry = load_batch(duckdb_wh, batch, lam.converter_for(SRC))
+    assert entry.status == "loaded", entry.message
+    expected = gen.expected_total([(r["bill_start"], r["bill_end"], r["price_cents_per_hour"]) for r in intervals])
+    total = duckdb_wh.query("SELECT sum(billed_cost) FROM focus_costs WHERE x_source = 'lambda-main'")[0][0]
+    assert total == expected == entry.raw_billed_total
+    # H100: 02:30 -> 10:00 = 7.5 h x $23.92 ; A10: 01:30 -> 16:00 = 14.5 h x $0.75 ; A100: 11:30 -> 13:30 = 2 h x $1.29
+    assert total == Decimal("179.40") + Decimal("10.875") + Decimal("2.58")
+    assert load_batch(duckdb_wh, batch, lam.converter_for(SRC)).status == "unchanged"
+
+
+def test_plan_batches_polls_and_extends(lam_api, duckdb_wh):
+    now = datetime.now(UTC)
+    lam_api.instances = [gen.instance_json("i-live", "nb", "gpu_1x_a10", "us-west-1", "active")]
+    assert lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh) == []  # first sighting: 0 minutes yet
+    duckdb_wh.execute("UPDATE lambda_instance_lifetimes SET first_seen = first_seen - INTERVAL 90 MINUTE")
+    [batch] = lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh)
+    assert batch.provider == "lambda" and batch.files[0].exists()
