@@ -60,11 +60,14 @@ def _spine(path: str, home: str, q: mp.Queue) -> None:
     staging = subdir("staging") / "bench.parquet"
     wh = DuckDBWarehouse(warehouse_path())
     wh.migrate()
+    rss0 = _rss_mb()
     t0 = time.perf_counter()
     res = convert_to_staging(batch, Cur2Converter(), ConvertContext("bench", "aws", PERIOD, load_id), staging)
     t1 = time.perf_counter()
+    rss1 = _rss_mb()
     rep = validate_staging([staging], source="bench", billing_period=PERIOD, raw_billed_total=res.raw_billed_total)
     t2 = time.perf_counter()
+    rss2 = _rss_mb()
     entry = LoadLogEntry(load_id, "bench", "aws", PERIOD, "loaded")
     n = wh.replace_partition("focus_costs", {"x_source": "bench", "x_billing_period": PERIOD}, [staging], log=entry)
     t3 = time.perf_counter()
@@ -73,6 +76,7 @@ def _spine(path: str, home: str, q: mp.Queue) -> None:
         "convert_s": t1 - t0, "validate_s": t2 - t1, "load_s": t3 - t2, "seconds": t3 - t0, "rows": n,
         "valid": rep.success, "failures": rep.failures[:3], "billed": str(res.focus_billed_total),
         "raw": str(res.raw_billed_total), "rss_mb": _rss_mb(),
+        "rss_before": rss0, "rss_after_convert": rss1, "rss_after_validate": rss2,
     })
 
 
@@ -154,9 +158,14 @@ def main() -> None:
     rows = d.totals.rows
     print(f"{'path':<34}{'seconds':>9}{'rows/s':>14}{'peak RSS MB':>13}")
     print(f"{'DuckDB scan-only baseline':<34}{scan['seconds']:>9.2f}{rows / scan['seconds']:>14,.0f}{scan['rss_mb']:>13.0f}")
-    print(f"{'spine: convert (CUR -> FOCUS)':<34}{spine['convert_s']:>9.2f}{rows / spine['convert_s']:>14,.0f}")
-    print(f"{'spine: validate (GX + money)':<34}{spine['validate_s']:>9.2f}{rows / spine['validate_s']:>14,.0f}")
-    print(f"{'spine: load (replace partition)':<34}{spine['load_s']:>9.2f}{rows / spine['load_s']:>14,.0f}")
+    print(f"{'spine: convert (CUR -> FOCUS)':<34}{spine['convert_s']:>9.2f}{rows / spine['convert_s']:>14,.0f}"
+          f"{spine['rss_after_convert']:>13.0f}")
+    print(f"{'spine: validate (GX + money)':<34}{spine['validate_s']:>9.2f}{rows / spine['validate_s']:>14,.0f}"
+          f"{spine['rss_after_validate']:>13.0f}")
+    print(f"{'spine: load (replace partition)':<34}{spine['load_s']:>9.2f}{rows / spine['load_s']:>14,.0f}"
+          f"{spine['rss_mb']:>13.0f}")
+    print(f"(peak RSS column for spine stages is the process maximum so far; {spine['rss_before']:.0f} MB "
+          "before converting, imports incl. GX)")
     print(f"{'spine: total':<34}{spine['seconds']:>9.2f}{rows / spine['seconds']:>14,.0f}{spine['rss_mb']:>13.0f}")
     if not args.skip_pandas:
         pdr = _run(_pandas, path, str(work / "pandas.parquet"))

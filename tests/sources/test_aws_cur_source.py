@@ -31,10 +31,10 @@ def test_cur2_newest_manifest_and_download(awsb_bucket, awsb_source, awsb_delive
 
 def test_restated_delivery_wins_and_old_snapshot_is_dropped(awsb_bucket, awsb_source, awsb_deliver, finops_home):
     first = awsb_deliver(GenSpec("2025-02", rows=200, seed=1))
-    b1 = aws_cur.fetch_batch(awsb_source(), "2025-02")
+    b1 = aws_cur.fetch_batch(awsb_source(), "2025-02", client=awsb_bucket.client)
     time.sleep(1.1)  # S3 LastModified has 1 s resolution
     second = awsb_deliver(GenSpec("2025-02", rows=200, seed=1, restatement=1))
-    b2 = aws_cur.fetch_batch(awsb_source(), "2025-02")
+    b2 = aws_cur.fetch_batch(awsb_source(), "2025-02", client=awsb_bucket.client)
     assert b1 and b2 and b2.assembly_id == second.execution_id != first.execution_id
     assert b2.fingerprint != b1.fingerprint
     assert not b1.files[0].exists()  # older snapshot removed from the raw cache
@@ -45,11 +45,11 @@ def test_restated_delivery_wins_and_old_snapshot_is_dropped(awsb_bucket, awsb_so
 def test_data_without_manifest_is_ignored(awsb_bucket, awsb_source, finops_home, caplog):
     awsb_bucket.put(f"{PREFIX}/data/BILLING_PERIOD=2025-03/x/finops-export-00001.snappy.parquet", b"PAR1 stray")
     with caplog.at_level("WARNING"):
-        assert aws_cur.fetch_batch(awsb_source(), "2025-03") is None
+        assert aws_cur.fetch_batch(awsb_source(), "2025-03", client=awsb_bucket.client) is None
     assert "without a manifest" in caplog.text
     scan = aws_cur.scan_cur2(awsb_bucket.client, awsb_bucket.name, PREFIX, "2025-03")
     assert scan.manifest_key is None and len(scan.orphan_data_keys) == 1
-    assert aws_cur.fetch_batch(awsb_source(), "2025-04") is None  # nothing at all
+    assert aws_cur.fetch_batch(awsb_source(), "2025-04", client=awsb_bucket.client) is None  # nothing at all
 
 
 def test_manifest_listing_missing_files_is_an_error(awsb_bucket, awsb_source, finops_home):
@@ -59,21 +59,21 @@ def test_manifest_listing_missing_files_is_an_error(awsb_bucket, awsb_source, fi
     }
     awsb_bucket.put(f"{PREFIX}/metadata/BILLING_PERIOD=2025-05/finops-export-Manifest.json", json.dumps(manifest))
     with pytest.raises(ManifestError, match="missing from s3://billing.*gone-00001"):
-        aws_cur.fetch_batch(awsb_source(), "2025-05")
+        aws_cur.fetch_batch(awsb_source(), "2025-05", client=awsb_bucket.client)
 
 
 @pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", json.dumps({"executionId": "e"}).encode()])
 def test_broken_manifest_is_an_error(awsb_bucket, awsb_source, finops_home, body):
     awsb_bucket.put(f"{PREFIX}/metadata/BILLING_PERIOD=2025-06/finops-export-Manifest.json", body)
     with pytest.raises(ManifestError):
-        aws_cur.fetch_batch(awsb_source(), "2025-06")
+        aws_cur.fetch_batch(awsb_source(), "2025-06", client=awsb_bucket.client)
 
 
 def test_manifest_cannot_point_outside_the_bucket(awsb_bucket, awsb_source, finops_home):
     manifest = {"executionId": "e", "dataFiles": ["s3://someone-elses-bucket/secret.parquet"]}
     awsb_bucket.put(f"{PREFIX}/metadata/BILLING_PERIOD=2025-07/finops-export-Manifest.json", json.dumps(manifest))
     with pytest.raises(ManifestError, match="outside the source bucket"):
-        aws_cur.fetch_batch(awsb_source(), "2025-07")
+        aws_cur.fetch_batch(awsb_source(), "2025-07", client=awsb_bucket.client)
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])
@@ -83,11 +83,11 @@ def test_legacy_cur_assembly(awsb_bucket, awsb_source, awsb_deliver, finops_home
     time.sleep(1.1)
     new = awsb_deliver(GenSpec("2025-01", rows=150, seed=2, restatement=1), prefix=prefix, fmt=fmt)
     src = awsb_source(fmt="cur_legacy", prefix=prefix)
-    batch = aws_cur.fetch_batch(src, "2025-01")
+    batch = aws_cur.fetch_batch(src, "2025-01", client=awsb_bucket.client)
     assert batch is not None and batch.assembly_id == new.execution_id != old.execution_id
     assert batch.manifest_key == f"{prefix}/20250101-20250201/finops-cur-Manifest.json"
     assert [p.name.split("-", 1)[1] for p in batch.files] == [new.data_keys[0].rsplit("/", 1)[1]]
-    assert aws_cur.available_periods(src) == ["2025-01"]
+    assert aws_cur.available_periods(src, client=awsb_bucket.client) == ["2025-01"]
 
 
 def test_bad_period_and_format_rejected(awsb_source):
