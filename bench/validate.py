@@ -17,6 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+
 from finops.focus.schema import (
     COLUMNS,
     MONEY_PRECISION,
@@ -101,6 +102,7 @@ def main() -> None:
 
         t = time.perf_counter()
         import great_expectations  # noqa: F401  # import cost reported apart from validation
+
         from finops.quality import validate_staging
 
         print(f"import great_expectations: {time.perf_counter() - t:.1f}s")
