@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -128,6 +129,21 @@ def _run_mode(mode: str, s: ModelSize, device: torch.device, profile: Profile, d
             "peak_memory_bytes": peak, "truncated": truncated}
 
 
+def _run_with_smaller_batch_on_oom(mode: str, s: ModelSize, device: torch.device, profile: Profile,
+                                   deadline: Deadline) -> dict[str, Any] | None:
+    """Smaller GPUs: halve the batch (up to 3 times) instead of failing the section."""
+    for _ in range(4):
+        try:
+            return _run_mode(mode, s, device, profile, deadline) | {"size": s}
+        except torch.OutOfMemoryError:
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
+            if s.batch == 1:
+                break
+            s = replace(s, batch=max(s.batch // 2, 1))
+    return None
+
+
 def loss_gap(ref: list[float], other: list[float]) -> float:
     """Mean relative gap |other - ref| / ref over the steps both runs completed."""
     n = min(len(ref), len(other))
@@ -147,7 +163,11 @@ def training(device: torch.device, profile: Profile, deadline: Deadline) -> tupl
         if i and deadline.passed():
             break
         share = Deadline.after(max(deadline.left() / (len(modes) - i), 0.0))
-        r = _run_mode(mode, s, device, profile, share)
+        r = _run_with_smaller_batch_on_oom(mode, s, device, profile, share)
+        if r is None:
+            continue
+        s = r.pop("size")  # later modes use the batch that fitted, so the comparison stays fair
+        tokens = s.batch * s.seq_len
         runs[mode] = r
         if r["step_s"] != r["step_s"]:  # nan: no timed step
             continue
