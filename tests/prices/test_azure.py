@@ -112,3 +112,17 @@ def test_job_stores_and_reruns_add_nothing(prices_azure, duckdb_wh, wh_factory):
     assert cat == [("H100-80GB", 8)]
     # nothing hostile reached the warehouse
     assert duckdb_wh.query("SELECT count(*) FROM spot_prices WHERE instance_type LIKE '%DROP%'") == [(0,)]
+
+
+def test_connection_host_overrides_base_url_and_keeps_api_path(prices_azure, monkeypatch):
+    import json
+    from urllib.parse import urlsplit
+
+    from finops.prices.conn import resolve
+
+    u = urlsplit(prices_azure.base)
+    monkeypatch.setenv("AIRFLOW_CONN_AZURE_PRICES", json.dumps(
+        {"conn_type": "http", "host": u.hostname, "port": u.port, "schema": "http"}))
+    ep = resolve("azure_prices", "https://prices.azure.com/api/retail/prices")
+    assert ep.base_url == f"{prices_azure.base}/api/retail/prices" and ep.api_key is None
+    assert len(azure.fetch_region(_client(), ep.base_url, "eastus", PREFIXES)) == 6

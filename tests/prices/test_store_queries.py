@@ -154,3 +154,18 @@ def test_spot_discount_by_region(any_wh):
     ]  # biggest discount first
     assert [r.region for r in queries.spot_discount_by_region(any_wh, provider="aws")] == ["us-west-2", "us-east-1"]
     assert queries.spot_discount_by_region(any_wh, instance_type="gpu_8x_h100_sxm5") == []  # Lambda: no spot tier
+
+
+def test_spot_placement_risk_latest_per_zone(any_wh):
+    from finops.prices.records import PlacementScore
+
+    t = utcnow().replace(minute=0, second=0, microsecond=0)
+    scores = [PlacementScore("aws", "us-east-1", "p5.48xlarge", s, t - timedelta(hours=h), zone_id=z)
+              for z, s, h in (("use1-az1", 9, 6), ("use1-az1", 2, 0), ("use1-az2", 5, 0))]
+    scores.append(PlacementScore("aws", "us-west-2", "p5.48xlarge", 7, t, zone_id="usw2-az1"))
+    assert store.append_placement_scores(any_wh, scores) == 4
+    assert store.append_placement_scores(any_wh, scores) == 0
+    risk = queries.spot_placement_risk(any_wh, "p5.48xlarge")
+    assert [(r.zone_id, r.score) for r in risk] == [("use1-az1", 2), ("use1-az2", 5), ("usw2-az1", 7)]
+    assert [r.zone_id for r in queries.spot_placement_risk(any_wh, "p5.48xlarge", region="us-west-2")] == [
+        "usw2-az1"]

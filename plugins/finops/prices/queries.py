@@ -3,6 +3,7 @@
     spot_price_history(wh, "aws", "p5.48xlarge", region="us-east-1", days=30)
     cheapest_offers(wh, "H100", gpu_count=8)                 # across clouds, spot and on-demand
     spot_discount_by_region(wh, provider="azure")
+    spot_placement_risk(wh, "p5.48xlarge", region="us-east-1")   # AWS Spot Placement Scores
 
 Every value is a bound parameter; prices come back as Decimal.
 """
@@ -163,3 +164,30 @@ def spot_discount_by_region(
         params,
     )
     return [SpotDiscount(r[0], r[1], r[2], Decimal(str(r[3])), Decimal(str(r[4])), r[5]) for r in rows]
+
+
+@dataclass(frozen=True)
+class PlacementRisk:
+    region: str
+    zone_id: str
+    instance_type: str
+    score: int  # 1-10: AWS Spot Placement Score; low = capacity scarce, interruptions likely
+    observed_at: datetime
+
+
+def spot_placement_risk(
+    wh: Warehouse, instance_type: str, region: str | None = None, target_capacity: int = 1
+) -> list[PlacementRisk]:
+    """The latest AWS Spot Placement Score per region / AZ for an instance type, riskiest first."""
+    region_sql = " AND region = ?" if region else ""
+    params: list[object] = [instance_type, target_capacity] + ([region] if region else [])
+    rows = wh.query(
+        f"""SELECT region, zone_id, instance_type, score, observed_at FROM (
+                SELECT region, zone_id, instance_type, score, observed_at,
+                       ROW_NUMBER() OVER (PARTITION BY region, zone_id ORDER BY observed_at DESC) AS rn
+                FROM spot_placement_scores
+                WHERE provider = 'aws' AND instance_type = ? AND target_capacity = ?{region_sql}
+            ) s WHERE rn = 1 ORDER BY score, region, zone_id""",
+        params,
+    )
+    return [PlacementRisk(r[0], r[1], r[2], int(r[3]), r[4]) for r in rows]
