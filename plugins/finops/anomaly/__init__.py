@@ -1,1 +1,10 @@
+"""Cost anomaly detection.
 
+detect.py        PURE, vectorised detector (seasonal median + MAD, $ floor AND % AND z)
+series.py        rows -> matrix, flags -> events
+state.py         stable anomaly ids, update-not-repeat lifecycle
+contributors.py  root cause: which usage types / resources carry the jump
+settings.py      finops.yaml `anomaly:` (monitors, thresholds)
+store.py         edge: warehouse -> detector -> anomalies table -> emit()
+render.py        Anomaly -> AlertEvent
+"""

@@ -118,7 +118,7 @@ def root_cause(wh: Warehouse, m: Monitor, ev: Event, view: str, top: int) -> lis
 def _load_open(wh: Warehouse) -> list[Anomaly]:
     cols = [f.name for f in Anomaly.__dataclass_fields__.values()]
     out = []
-    for r in wh.query(f"SELECT {', '.join(cols)} FROM anomalies WHERE status = 'open' OR alerted_at IS NULL"):
+    for r in wh.query(f"SELECT {', '.join(cols)} FROM anomalies WHERE status = 'open'"):
         d = dict(zip(cols, r, strict=True))
         for k in ("start_day", "last_day", "peak_day"):
             d[k] = _day(d[k])
