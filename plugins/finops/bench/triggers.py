@@ -34,19 +34,27 @@ def split_uri(uri: str) -> tuple[str, str, str]:
     raise ValueError(f"unsupported results URI scheme: {uri!r}")
 
 
-def _exists_sync(uri: str, conn_id: str) -> bool:
-    scheme, bucket, key = split_uri(uri)
+def _hook(scheme: str, conn_id: str) -> Any:
     if scheme == "s3":
         from airflow.providers.amazon.aws.hooks.s3 import S3Hook
 
-        return S3Hook(aws_conn_id=conn_id).check_for_key(key, bucket)
+        return S3Hook(aws_conn_id=conn_id)
     if scheme == "gs":
         from airflow.providers.google.cloud.hooks.gcs import GCSHook
 
-        return GCSHook(gcp_conn_id=conn_id).exists(bucket, key)
+        return GCSHook(gcp_conn_id=conn_id)
     from airflow.providers.microsoft.azure.hooks.wasb import WasbHook
 
-    return WasbHook(wasb_conn_id=conn_id).check_for_blob(bucket, key)
+    return WasbHook(wasb_conn_id=conn_id)
+
+
+def _exists_sync(uri: str, hook: Any) -> bool:
+    scheme, bucket, key = split_uri(uri)
+    if scheme == "s3":
+        return hook.check_for_key(key, bucket)
+    if scheme == "gs":
+        return hook.exists(bucket, key)
+    return hook.check_for_blob(bucket, key)
 
 
 async def _exists_s3_async(uri: str, conn_id: str) -> bool:
@@ -71,6 +79,7 @@ class BenchResultsTrigger(BaseTrigger):
         self.poll_s = poll_s
         # wall-clock start survives a triggerer restart (the trigger is re-created from kwargs)
         self.started_at = started_at if started_at is not None else time.time()
+        self._sync_hook: Any = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return ("finops.bench.triggers.BenchResultsTrigger", {
@@ -81,7 +90,9 @@ class BenchResultsTrigger(BaseTrigger):
     async def exists(self) -> bool:
         if self.uri.startswith("s3://") and _HAVE_AIOBOTOCORE:
             return await _exists_s3_async(self.uri, self.conn_id)
-        return await asyncio.to_thread(_exists_sync, self.uri, self.conn_id)
+        if self._sync_hook is None:  # one hook (one client) for every poll of this trigger
+            self._sync_hook = await asyncio.to_thread(_hook, split_uri(self.uri)[0], self.conn_id)
+        return await asyncio.to_thread(_exists_sync, self.uri, self._sync_hook)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         polls = 0
