@@ -64,12 +64,19 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
     def billing():
         @task(task_id="plan_loads")
         def plan_loads_task() -> list[dict]:
+            from airflow.sdk.exceptions import AirflowFailException
+
+            from finops.config import ConfigError
             from finops.orchestration.billing import plan_loads
+            from finops.orchestration.periods import PeriodError
 
             ctx = get_current_context()
             p = ctx["params"]
             today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now(UTC)).date()
-            return plan_loads(provider, p.get("source"), p.get("billing_period"), today)
+            try:
+                return plan_loads(provider, p.get("source"), p.get("billing_period"), today)
+            except (ConfigError, PeriodError) as e:
+                raise AirflowFailException(str(e)) from None  # a retry cannot fix bad config / Params
 
         @task(
             task_id="load_partition",
