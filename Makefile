@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export FINOPS_HOME ?= $(CURDIR)/.finops
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test lint lock services focus-validator clean
+.PHONY: setup demo test lint lock services focus-validator node-tools chromium clean
 
 setup: $(STAMP)
 
@@ -31,10 +31,20 @@ services:
 focus-validator:
 	@bash scripts/ensure_focus_validator.sh
 
+# Azurite (Azure Blob emulator) from the npm registry, pinned by package-lock.json.
+node-tools: node_modules/.bin/azurite-blob
+node_modules/.bin/azurite-blob: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "error: npm (Node.js >= 18) is required for Azurite: apt-get install nodejs npm"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+chromium:
+	@bash scripts/ensure_chromium.sh
+
 demo: setup
 	$(BIN)/finops demo
 
-test: setup services focus-validator
+test: setup services focus-validator node-tools chromium
 	$(BIN)/ruff check plugins dags tests bench
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 tests
 

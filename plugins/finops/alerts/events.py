@@ -39,14 +39,32 @@ def register_sink(sink: Sink) -> None:
         _SINKS.append(sink)
 
 
+def unregister_sink(sink: Sink) -> None:
+    if sink in _SINKS:
+        _SINKS.remove(sink)
+
+
 def clear_sinks() -> None:
     _SINKS.clear()
+
+
+def _ensure_configured_routes() -> None:
+    """First emit in a process registers the Slack / email routes from finops.yaml, so every
+    producer (validation failures, policy notices, anomalies) shares one delivery path. A
+    broken or missing config must never hide the alert: it still reaches the log."""
+    try:
+        from finops.alerts.routing import ensure_configured_sinks
+
+        ensure_configured_sinks()
+    except Exception as e:  # noqa: BLE001 - the log line below still carries the alert
+        log.error("alert routes not registered (%s); alert goes to the log only", e)
 
 
 def emit(event: AlertEvent) -> list[Exception]:
     """Log the event, then hand it to every sink. A failing sink never hides the alert from
     the others or from the log; its error is returned (and logged) for the caller to act on."""
     log.warning("ALERT [%s] %s: %s %s", event.severity, event.kind, event.title, event.facts)
+    _ensure_configured_routes()
     errors: list[Exception] = []
     for sink in list(_SINKS):
         try:

@@ -70,15 +70,15 @@ _REGISTERED: dict[str, Callable[[AlertEvent], None]] = {}
 
 def register_configured_sinks(alerts: AlertsConfig | None = None, ledger: AlertLedger | None = None) -> None:
     """Register the routing sink once per process (re-registering replaces the ledger)."""
-    from finops.alerts.events import _SINKS
+    from finops.alerts.events import unregister_sink
 
     if alerts is None:
         from finops.config import get_config
 
         alerts = get_config().alerts
     old = _REGISTERED.pop("routes", None)
-    if old is not None and old in _SINKS:
-        _SINKS.remove(old)
+    if old is not None:
+        unregister_sink(old)
     sink = make_sink(alerts, ledger)
     _REGISTERED["routes"] = sink
     register_sink(sink)
