@@ -7,6 +7,7 @@ warehouse that does not exist yet reads as "no tables": every page shows its emp
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
@@ -45,10 +46,28 @@ class Reader:
         return self.wh.query(sql, list(params))
 
 
+def _open_duckdb(path: object, lock_timeout_s: float) -> Warehouse:
+    import duckdb
+
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    try:
+        return DuckDBWarehouse(path, lock_timeout_s=lock_timeout_s, read_only=True)  # type: ignore[arg-type]
+    except duckdb.ConnectionException as e:
+        # This process already holds the file read-write (DuckDB shares one instance per process and
+        # refuses a second configuration): join that instance; the UI still only runs SELECTs.
+        if "different configuration" not in str(e):
+            raise
+        return DuckDBWarehouse(path, lock_timeout_s=lock_timeout_s)  # type: ignore[arg-type]
+
+
 @contextmanager
-def open_reader(lock_timeout_s: float = 10.0) -> Iterator[Reader]:
+def open_reader(lock_timeout_s: float | None = None) -> Iterator[Reader]:
+    """The warehouse for one request; DuckDB waits up to FINOPS_UI_LOCK_TIMEOUT_S (10 s) for a writer."""
     from finops.config import get_config
 
+    if lock_timeout_s is None:
+        lock_timeout_s = float(os.environ.get("FINOPS_UI_LOCK_TIMEOUT_S", "10"))
     cfg = get_config()
     wh: Warehouse | None
     try:
@@ -58,10 +77,9 @@ def open_reader(lock_timeout_s: float = 10.0) -> Iterator[Reader]:
             wh = connect(cfg, migrate=False)
         else:
             from finops.paths import warehouse_path
-            from finops.warehouse.duckdb_wh import DuckDBWarehouse
 
             path = warehouse_path()
-            wh = DuckDBWarehouse(path, lock_timeout_s=lock_timeout_s, read_only=True) if path.exists() else None
+            wh = _open_duckdb(path, lock_timeout_s) if path.exists() else None
     except WarehouseError as e:
         raise WarehouseBusy(str(e)) from e
     except Exception as e:  # noqa: BLE001 - a driver error opening it: say "unavailable", not 500
