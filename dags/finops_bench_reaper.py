@@ -12,6 +12,7 @@ from airflow.sdk import Param, dag, get_current_context, task
 
 @dag(
     dag_id="finops_bench_reaper",
+    description="Hourly: terminate tagged GPU benchmark instances past their expiry on every cloud.",
     schedule="17 * * * *",
     start_date=datetime(2026, 1, 5, tzinfo=UTC),
     catchup=False,
