@@ -25,6 +25,7 @@ DEFAULT_ARGS = {
 
 @dag(
     dag_id="finops_gpu_benchmark",
+    description="Weekly: GPU benchmarks on fresh instances (launch -> wait -> collect -> terminate), priced per unit of work.",
     schedule="0 6 * * 1",
     start_date=datetime(2026, 1, 5, tzinfo=UTC),
     catchup=False,
