@@ -10,11 +10,11 @@ from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
+
 from finops.alerts.events import clear_sinks, register_sink
 from finops.demo.cur_generator import GenSpec, expected_totals
 from finops.ingest import RawBatch, load_batch, make_load_id
 from finops.sources import aws_cur
-
 from tests.focus.test_aws_cur import cur_row, write_cur
 
 CENT = D("0.01")
@@ -126,6 +126,7 @@ def _local_batch(files: list[Path], period: str, fp: str) -> RawBatch:
 def test_missing_required_column_quarantined(duckdb_wh, tmp_path, alerts):
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from finops.demo.cur_generator import CUR2_SCHEMA
 
     tbl = pa.Table.from_pylist([cur_row(line_item_unblended_cost=1.0)], schema=CUR2_SCHEMA).drop(["line_item_currency_code"])

@@ -7,6 +7,7 @@ from decimal import Decimal as D
 
 import duckdb
 import pyarrow.parquet as pq
+
 from finops.demo.cur_generator import GenSpec, expected_totals, write_cur2_period, write_legacy_period
 
 ALL_TYPES = {

@@ -11,11 +11,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from finops.demo.cur_generator import CUR2_SCHEMA
 from finops.focus.aws_cur import Cur2Converter, CurLegacyConverter, legacy_to_snake
 from finops.focus.schema import snake_names
 from finops.ingest import ConversionError
-
 from tests.focus._convert import convert
 
 SP = "arn:aws:savingsplans::111111111111:savingsplan/sp-1"

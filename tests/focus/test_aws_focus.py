@@ -9,9 +9,9 @@ from decimal import Decimal as D
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from finops.focus.aws_focus import AwsFocusConverter
 from finops.ingest import ConversionError
-
 from tests.focus._convert import convert
 
 

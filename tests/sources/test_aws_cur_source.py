@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+
 from finops.demo.cur_generator import GenSpec
 from finops.sources import aws_cur
 from finops.sources.aws_cur import ManifestError
