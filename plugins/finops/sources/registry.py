@@ -23,8 +23,27 @@ def _aws_converter(src: Any) -> Any:
     return aws_cur.converter_for(src.format)
 
 
+def _module_adapters(module: str) -> tuple[Callable[[Any, str], list[Any]], Callable[[Any], Any]]:
+    """For sources whose module already speaks `plan_batches(src, period)` / `converter_for(src)`."""
+
+    def plan(src: Any, period: str) -> list[Any]:
+        import importlib
+
+        return importlib.import_module(module).plan_batches(src, period)
+
+    def conv(src: Any) -> Any:
+        import importlib
+
+        return importlib.import_module(module).converter_for(src)
+
+    return plan, conv
+
+
 _PLANNERS: dict[str, Callable[[Any, str], list[Any]]] = {"aws": _aws_plan}
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {"aws": _aws_converter}
+for _provider, _module in (("gcp", "finops.sources.gcp_bigquery"), ("azure", "finops.sources.azure_blob"),
+                           ("lambda", "finops.sources.lambda_cloud")):
+    _PLANNERS[_provider], _CONVERTERS[_provider] = _module_adapters(_module)
 
 
 def providers() -> list[str]:
