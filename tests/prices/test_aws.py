@@ -24,10 +24,15 @@ def _pricing():
     return boto3.client("pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
 
 
-def _stub_history(stub: Stubber, pages: list[dict], start: datetime | object = ANY, pattern: str = "p5.*") -> None:
+def _stub_history(
+    stub: Stubber, pages: list[dict], start: datetime | object = ANY, pattern: str = "p5.*"
+) -> None:
     for n, page in enumerate(pages):
-        params = {"StartTime": start, "ProductDescriptions": ["Linux/UNIX"],
-                  "Filters": [{"Name": "instance-type", "Values": [pattern]}]}
+        params = {
+            "StartTime": start,
+            "ProductDescriptions": ["Linux/UNIX"],
+            "Filters": [{"Name": "instance-type", "Values": [pattern]}],
+        }
         if n:
             params["NextToken"] = f"next-{n}"
         stub.add_response("describe_spot_price_history", page, params)
@@ -52,12 +57,14 @@ def test_multi_page_history_parses_every_point():
 def test_malformed_points_are_skipped():
     ec2 = _ec2()
     ts = PRICES_T0
-    page = {"SpotPriceHistory": [
-        prices_spot_item("us-east-1a", "p5.48xlarge", "31.5", ts),
-        prices_spot_item("us-east-1a", "p5.48xlarge", "not-a-price", ts),
-        prices_spot_item("us-east-1a", "p5.48xlarge'; DROP TABLE x", "1.0", ts),
-        prices_spot_item("us-east-1a", "p5.48xlarge", "1e999", ts),
-    ]}
+    page = {
+        "SpotPriceHistory": [
+            prices_spot_item("us-east-1a", "p5.48xlarge", "31.5", ts),
+            prices_spot_item("us-east-1a", "p5.48xlarge", "not-a-price", ts),
+            prices_spot_item("us-east-1a", "p5.48xlarge'; DROP TABLE x", "1.0", ts),
+            prices_spot_item("us-east-1a", "p5.48xlarge", "1e999", ts),
+        ]
+    }
     with Stubber(ec2) as stub:
         _stub_history(stub, [page])
         hist = aws.fetch_spot_history(ec2, "us-east-1", "p5", ts)
@@ -79,34 +86,57 @@ def test_pricing_price_list_json_strings():
     with Stubber(pricing) as stub:  # types are queried in sorted order: p4d first, then p5 over two pages
         stub.add_response(
             "get_products",
-            {"FormatVersion": "aws_v1", "PriceList": [prices_price_list("p4d.24xlarge", "us-east-1", "21.9576")]},
-            {"ServiceCode": "AmazonEC2", "Filters": aws.pricing_filters("us-east-1", "p4d.24xlarge"),
-             "FormatVersion": "aws_v1"},
+            {
+                "FormatVersion": "aws_v1",
+                "PriceList": [prices_price_list("p4d.24xlarge", "us-east-1", "21.9576")],
+            },
+            {
+                "ServiceCode": "AmazonEC2",
+                "Filters": aws.pricing_filters("us-east-1", "p4d.24xlarge"),
+                "FormatVersion": "aws_v1",
+            },
         )
         stub.add_response(
             "get_products",
             {"FormatVersion": "aws_v1", "PriceList": [bad], "NextToken": "t2"},
-            {"ServiceCode": "AmazonEC2", "Filters": aws.pricing_filters("us-east-1", "p5.48xlarge"),
-             "FormatVersion": "aws_v1"},
+            {
+                "ServiceCode": "AmazonEC2",
+                "Filters": aws.pricing_filters("us-east-1", "p5.48xlarge"),
+                "FormatVersion": "aws_v1",
+            },
         )
         stub.add_response(
             "get_products",
-            {"FormatVersion": "aws_v1", "PriceList": [prices_price_list("p5.48xlarge", "us-east-1", "55.0400000000")]},
+            {
+                "FormatVersion": "aws_v1",
+                "PriceList": [prices_price_list("p5.48xlarge", "us-east-1", "55.0400000000")],
+            },
             {"ServiceCode": "AmazonEC2", "Filters": ANY, "FormatVersion": "aws_v1", "NextToken": "t2"},
         )
         recs = aws.fetch_ondemand(pricing, "us-east-1", ["p5.48xlarge", "p4d.24xlarge"])
     by = {r.instance_type: r for r in recs}
-    assert by["p5.48xlarge"].price_per_hour == Decimal("55.04") and by["p4d.24xlarge"].price_per_hour == Decimal(
-        "21.9576")
+    assert by["p5.48xlarge"].price_per_hour == Decimal("55.04") and by[
+        "p4d.24xlarge"
+    ].price_per_hour == Decimal("21.9576")
     assert by["p5.48xlarge"].effective_from == datetime(2025, 6, 1)
     filters = {f["Field"]: f["Value"] for f in aws.pricing_filters("us-east-1", "p5.48xlarge")}
-    assert filters == {"regionCode": "us-east-1", "instanceType": "p5.48xlarge", "operatingSystem": "Linux",
-                       "tenancy": "Shared", "preInstalledSw": "NA", "capacitystatus": "Used"}
+    assert filters == {
+        "regionCode": "us-east-1",
+        "instanceType": "p5.48xlarge",
+        "operatingSystem": "Linux",
+        "tenancy": "Shared",
+        "preInstalledSw": "NA",
+        "capacitystatus": "Used",
+    }
 
 
 def test_windows_price_list_entry_is_ignored():
-    assert aws.parse_price_list_item(prices_price_list("p5.48xlarge", "us-east-1", "60", os_="Windows"),
-                                     datetime(2026, 1, 1)) is None
+    assert (
+        aws.parse_price_list_item(
+            prices_price_list("p5.48xlarge", "us-east-1", "60", os_="Windows"), datetime(2026, 1, 1)
+        )
+        is None
+    )
 
 
 def test_hook_wiring_and_instance_types_on_moto(aws_conn):
@@ -122,34 +152,91 @@ def test_hook_wiring_and_instance_types_on_moto(aws_conn):
 
 
 def _describe_types_response() -> dict:
-    return {"InstanceTypes": [
-        {"InstanceType": "p5.48xlarge", "VCpuInfo": {"DefaultVCpus": 192}, "MemoryInfo": {"SizeInMiB": 2097152},
-         "GpuInfo": {"Gpus": [{"Name": "H100", "Manufacturer": "NVIDIA", "Count": 8,
-                               "MemoryInfo": {"SizeInMiB": 81920}}], "TotalGpuMemoryInMiB": 655360}},
-        {"InstanceType": "p4d.24xlarge", "VCpuInfo": {"DefaultVCpus": 96}, "MemoryInfo": {"SizeInMiB": 1179648},
-         "GpuInfo": {"Gpus": [{"Name": "A100", "Manufacturer": "NVIDIA", "Count": 8,
-                               "MemoryInfo": {"SizeInMiB": 40960}}], "TotalGpuMemoryInMiB": 327680}},
-    ]}
+    return {
+        "InstanceTypes": [
+            {
+                "InstanceType": "p5.48xlarge",
+                "VCpuInfo": {"DefaultVCpus": 192},
+                "MemoryInfo": {"SizeInMiB": 2097152},
+                "GpuInfo": {
+                    "Gpus": [
+                        {
+                            "Name": "H100",
+                            "Manufacturer": "NVIDIA",
+                            "Count": 8,
+                            "MemoryInfo": {"SizeInMiB": 81920},
+                        }
+                    ],
+                    "TotalGpuMemoryInMiB": 655360,
+                },
+            },
+            {
+                "InstanceType": "p4d.24xlarge",
+                "VCpuInfo": {"DefaultVCpus": 96},
+                "MemoryInfo": {"SizeInMiB": 1179648},
+                "GpuInfo": {
+                    "Gpus": [
+                        {
+                            "Name": "A100",
+                            "Manufacturer": "NVIDIA",
+                            "Count": 8,
+                            "MemoryInfo": {"SizeInMiB": 40960},
+                        }
+                    ],
+                    "TotalGpuMemoryInMiB": 327680,
+                },
+            },
+        ]
+    }
 
 
 def _run(wh_factory, pages, start=ANY, lookback=None, with_scores=True):
     ec2, pricing = _ec2(), _pricing()
-    settings = parse_prices({"aws": {"regions": ["us-east-1"], "instance_families": ["p5"],
-                                     "placement_scores": with_scores, "placement_instance_types": ["p5.48xlarge"]}})
+    settings = parse_prices(
+        {
+            "aws": {
+                "regions": ["us-east-1"],
+                "instance_families": ["p5"],
+                "placement_scores": with_scores,
+                "placement_instance_types": ["p5.48xlarge"],
+            }
+        }
+    )
     (job,) = jobs.plan_jobs(settings, provider="aws", lookback_days=lookback)
     with Stubber(ec2) as es, Stubber(pricing) as ps:
         _stub_history(es, pages, start=start)
-        es.add_response("describe_instance_types", _describe_types_response(),
-                        {"Filters": [{"Name": "instance-type", "Values": ["p5.*"]}]})
+        es.add_response(
+            "describe_instance_types",
+            _describe_types_response(),
+            {"Filters": [{"Name": "instance-type", "Values": ["p5.*"]}]},
+        )
         if with_scores:
-            es.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
-                {"Region": "us-east-1", "AvailabilityZoneId": "use1-az1", "Score": 3},
-                {"Region": "us-east-1", "AvailabilityZoneId": "use1-az2", "Score": 7}], "NextToken": "s2"}, None)
-            es.add_response("get_spot_placement_scores", {"SpotPlacementScores": [
-                {"Region": "us-east-1", "AvailabilityZoneId": "use1-az4", "Score": 1}]}, None)
+            es.add_response(
+                "get_spot_placement_scores",
+                {
+                    "SpotPlacementScores": [
+                        {"Region": "us-east-1", "AvailabilityZoneId": "use1-az1", "Score": 3},
+                        {"Region": "us-east-1", "AvailabilityZoneId": "use1-az2", "Score": 7},
+                    ],
+                    "NextToken": "s2",
+                },
+                None,
+            )
+            es.add_response(
+                "get_spot_placement_scores",
+                {
+                    "SpotPlacementScores": [
+                        {"Region": "us-east-1", "AvailabilityZoneId": "use1-az4", "Score": 1}
+                    ]
+                },
+                None,
+            )
         for itype, usd in (("p4d.24xlarge", "21.9576"), ("p5.48xlarge", "55.04")):
-            ps.add_response("get_products", {"FormatVersion": "aws_v1",
-                                             "PriceList": [prices_price_list(itype, "us-east-1", usd)]}, None)
+            ps.add_response(
+                "get_products",
+                {"FormatVersion": "aws_v1", "PriceList": [prices_price_list(itype, "us-east-1", usd)]},
+                None,
+            )
         out = jobs.run_aws(job, settings, wh_factory, ec2=ec2, pricing=pricing)
         es.assert_no_pending_responses()
         ps.assert_no_pending_responses()
@@ -165,17 +252,25 @@ def test_incremental_runs_from_watermark(duckdb_wh, wh_factory):
     assert wm == datetime(2026, 11, 1, 18, 14)
 
     # re-run: AWS answers from the watermark (its last point again): nothing new is stored
-    again = _run(wh_factory, [{"SpotPriceHistory": pages[0]["SpotPriceHistory"][:3]}], start=wm, with_scores=False)
+    again = _run(
+        wh_factory, [{"SpotPriceHistory": pages[0]["SpotPriceHistory"][:3]}], start=wm, with_scores=False
+    )
     assert again["spot_prices"] == 0 and again["ondemand_prices"] == 0
 
     # next run: 12 more hours of points, overlapping the old window; only the new ones land
     newer = prices_spot_pages(start=PRICES_T0 + timedelta(hours=12), hours=24)
     third = _run(wh_factory, newer, start=wm, with_scores=False)
-    new_points = sum(1 for p in newer for i in p["SpotPriceHistory"]
-                     if i["Timestamp"].replace(tzinfo=None) > datetime(2026, 11, 1, 18, 14))
+    new_points = sum(
+        1
+        for p in newer
+        for i in p["SpotPriceHistory"]
+        if i["Timestamp"].replace(tzinfo=None) > datetime(2026, 11, 1, 18, 14)
+    )
     assert third["spot_prices"] == new_points == 12
     assert duckdb_wh.query("SELECT count(*) FROM spot_prices") == [(36,)]
-    assert store.get_watermark(duckdb_wh, "aws", "us-east-1", jobs.SPOT_STREAM, "p5") == datetime(2026, 11, 2, 6, 14)
+    assert store.get_watermark(duckdb_wh, "aws", "us-east-1", jobs.SPOT_STREAM, "p5") == datetime(
+        2026, 11, 2, 6, 14
+    )
     assert duckdb_wh.query("SELECT count(*) FROM spot_placement_scores") == [(3,)]
 
 

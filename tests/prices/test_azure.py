@@ -35,8 +35,10 @@ def test_pages_filters_and_classifies(prices_azure):
     assert all(r.region == "eastus" and r.currency == "USD" and r.os == "linux" for r in recs)
     # several pages were followed through NextPageLink with the server-side region filter
     assert len(prices_azure.requests) > 3
-    assert all("armRegionName+eq+%27eastus%27" in q or "armRegionName%20eq%20%27eastus%27" in q
-               for q in prices_azure.requests)
+    assert all(
+        "armRegionName+eq+%27eastus%27" in q or "armRegionName%20eq%20%27eastus%27" in q
+        for q in prices_azure.requests
+    )
 
 
 @pytest.mark.parametrize("last_link", [None, ""])
@@ -61,8 +63,11 @@ def test_link_off_host_is_refused(prices_azure):
 
     def evil(req):
         resp = orig(req)
-        return resp.__class__(resp.get_data().replace(prices_azure.base.encode(), b"http://169.254.169.254"),
-                              resp.status_code, content_type="application/json")
+        return resp.__class__(
+            resp.get_data().replace(prices_azure.base.encode(), b"http://169.254.169.254"),
+            resp.status_code,
+            content_type="application/json",
+        )
 
     prices_azure.server.clear()
     prices_azure.server.expect_request("/api/retail/prices").respond_with_handler(evil)
@@ -121,8 +126,10 @@ def test_connection_host_overrides_base_url_and_keeps_api_path(prices_azure, mon
     from finops.prices.conn import resolve
 
     u = urlsplit(prices_azure.base)
-    monkeypatch.setenv("AIRFLOW_CONN_AZURE_PRICES", json.dumps(
-        {"conn_type": "http", "host": u.hostname, "port": u.port, "schema": "http"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_AZURE_PRICES",
+        json.dumps({"conn_type": "http", "host": u.hostname, "port": u.port, "schema": "http"}),
+    )
     ep = resolve("azure_prices", "https://prices.azure.com/api/retail/prices")
     assert ep.base_url == f"{prices_azure.base}/api/retail/prices" and ep.api_key is None
     assert len(azure.fetch_region(_client(), ep.base_url, "eastus", PREFIXES)) == 6

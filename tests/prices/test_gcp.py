@@ -13,7 +13,9 @@ from finops.prices.settings import HttpSettings, parse_prices
 
 
 def _client(sleeps=None, headers=None) -> HttpClient:
-    return HttpClient(HttpSettings(), headers=headers, sleep=(sleeps.append if sleeps is not None else lambda s: 0))
+    return HttpClient(
+        HttpSettings(), headers=headers, sleep=(sleeps.append if sleeps is not None else lambda s: 0)
+    )
 
 
 def test_unit_price_units_plus_nanos():
@@ -36,9 +38,9 @@ def test_composes_instance_prices_as_gcp_bills_them(prices_gcp):
     # a2-highgpu-1g = 12 x 0.031611 + 85 x 0.004237 + 2.933908 (GCP lists $3.673385)
     assert got[("us-east4", "a2-highgpu-1g", "ondemand")] == Decimal("3.673385")
     # a2-ultragpu uses the A100 80GB SKU; no spot ultragpu GPU SKU -> no spot row
-    assert got[("us-central1", "a2-ultragpu-1g", "ondemand")] == Decimal("12") * Decimal("0.031611") + Decimal(
-        "170"
-    ) * Decimal("0.004237") + Decimal("3.9275")
+    assert got[("us-central1", "a2-ultragpu-1g", "ondemand")] == Decimal("12") * Decimal(
+        "0.031611"
+    ) + Decimal("170") * Decimal("0.004237") + Decimal("3.9275")
     assert ("us-central1", "a2-ultragpu-1g", "spot") not in got
     # the H100 SKU exists only in us-central1
     assert ("us-central1", "a3-highgpu-8g", "ondemand") in got
@@ -62,7 +64,9 @@ def test_429_and_5xx_then_success_with_api_key(prices_gcp):
     prices_gcp.fail(429, retry_after="2")
     prices_gcp.fail(502)
     sleeps: list[float] = []
-    recs = gcp.fetch(_client(sleeps, {"X-Goog-Api-Key": "AIza-test-key"}), prices_gcp.base, ["us-central1"], ["g2"])
+    recs = gcp.fetch(
+        _client(sleeps, {"X-Goog-Api-Key": "AIza-test-key"}), prices_gcp.base, ["us-central1"], ["g2"]
+    )
     assert {r.instance_type for r in recs} >= {"g2-standard-4", "g2-standard-96"}
     assert sleeps[0] == 2.0 and len(sleeps) == 2
     assert not any("AIza" in q for q in prices_gcp.requests)  # the key travels in a header, not the URL
@@ -78,8 +82,18 @@ def test_job_through_http_connection_reruns_add_nothing(prices_gcp, duckdb_wh, w
 
     prices_gcp.api_key = "AIza-conn-key"
     u = urlsplit(prices_gcp.base)
-    monkeypatch.setenv("AIRFLOW_CONN_FINOPS_GCP_PRICES", json.dumps(
-        {"conn_type": "http", "host": u.hostname, "port": u.port, "schema": "http", "password": "AIza-conn-key"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FINOPS_GCP_PRICES",
+        json.dumps(
+            {
+                "conn_type": "http",
+                "host": u.hostname,
+                "port": u.port,
+                "schema": "http",
+                "password": "AIza-conn-key",
+            }
+        ),
+    )
     settings = parse_prices({"gcp": {"conn_id": "finops_gcp_prices", "regions": ["us-central1"]}})
     (job,) = jobs.plan_jobs(settings, provider="gcp")
     first = jobs.run_gcp(job, settings, wh_factory)

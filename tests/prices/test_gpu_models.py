@@ -39,7 +39,8 @@ def test_normalise_known_names(name, mem, want):
 
 
 @pytest.mark.parametrize(
-    "bad", [None, 42, "", "   ", "Quantum Flux 9000", "x" * 10_000, "'; DROP TABLE x;--", "A1000", "L44", "T40"]
+    "bad",
+    [None, 42, "", "   ", "Quantum Flux 9000", "x" * 10_000, "'; DROP TABLE x;--", "A1000", "L44", "T40"],
 )
 def test_unknown_or_hostile_names_map_to_none(bad):
     assert normalise_gpu(bad) is None

@@ -23,7 +23,9 @@ def _client(sleeps: list[float], **kw) -> HttpClient:
 
 
 def test_429_waits_retry_after_then_succeeds(httpserver):
-    httpserver.expect_ordered_request("/x").respond_with_response(Response("slow down", 429, {"Retry-After": "7"}))
+    httpserver.expect_ordered_request("/x").respond_with_response(
+        Response("slow down", 429, {"Retry-After": "7"})
+    )
     httpserver.expect_ordered_request("/x").respond_with_json({"ok": 1})
     sleeps: list[float] = []
     c = _client(sleeps)

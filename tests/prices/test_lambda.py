@@ -15,11 +15,19 @@ from finops.prices.settings import HttpSettings, parse_prices
 def test_parse_prices_specs_and_capacity(prices_lambda):
     prices, catalog = lambda_cloud.parse(prices_lambda.doc)
     by = {p.instance_type: p for p in prices}
-    assert set(by) == {"gpu_1x_a100_sxm4", "gpu_8x_a100_80gb_sxm4", "gpu_1x_h100_pcie", "gpu_8x_h100_sxm5",
-                       "gpu_1x_gh200", "gpu_1x_a10"}  # hostile name, string price, broken entry skipped
+    assert set(by) == {
+        "gpu_1x_a100_sxm4",
+        "gpu_8x_a100_80gb_sxm4",
+        "gpu_1x_h100_pcie",
+        "gpu_8x_h100_sxm5",
+        "gpu_1x_gh200",
+        "gpu_1x_a10",
+    }  # hostile name, string price, broken entry skipped
     assert by["gpu_8x_h100_sxm5"].price_per_hour == Decimal("23.92")
     assert by["gpu_8x_h100_sxm5"].pricing_model == "ondemand" and by["gpu_8x_h100_sxm5"].region == "global"
-    assert json.loads(by["gpu_8x_h100_sxm5"].details) == {"regions_with_capacity": ["us-east-1", "us-south-1"]}
+    assert json.loads(by["gpu_8x_h100_sxm5"].details) == {
+        "regions_with_capacity": ["us-east-1", "us-south-1"]
+    }
     cat = {c.instance_type: c for c in catalog}
     assert (cat["gpu_8x_h100_sxm5"].gpu_model, cat["gpu_8x_h100_sxm5"].gpu_count) == ("H100-80GB", 8)
     assert cat["gpu_8x_h100_sxm5"].interconnect == "NVLink (SXM)"
@@ -27,7 +35,10 @@ def test_parse_prices_specs_and_capacity(prices_lambda):
     assert cat["gpu_1x_a100_sxm4"].gpu_model == "A100-40GB"
     assert cat["gpu_1x_h100_pcie"].interconnect == "PCIe"
     assert (cat["gpu_1x_gh200"].gpu_model, cat["gpu_1x_gh200"].vcpus, cat["gpu_1x_gh200"].memory_gib) == (
-        "GH200", 64, 432.0)
+        "GH200",
+        64,
+        432.0,
+    )
 
 
 def test_not_a_data_document_is_an_error():
@@ -36,7 +47,9 @@ def test_not_a_data_document_is_an_error():
 
 
 @pytest.mark.parametrize("auth", ["bearer", "basic"])
-def test_job_via_airflow_connection_with_retries(prices_lambda, prices_lambda_conn, duckdb_wh, wh_factory, auth):
+def test_job_via_airflow_connection_with_retries(
+    prices_lambda, prices_lambda_conn, duckdb_wh, wh_factory, auth
+):
     prices_lambda.fail(429, retry_after="0")
     prices_lambda.fail(500)
     settings = parse_prices({"lambda": {"auth": auth}, "http": {"backoff_base_s": 0.01}})

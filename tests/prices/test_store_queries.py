@@ -10,16 +10,26 @@ from finops.prices.records import CatalogEntry, PriceRecord, utcnow
 
 
 def _p(provider, model, region, itype, price, age_h, zone="", currency="USD"):
-    return PriceRecord(provider=provider, pricing_model=model, region=region, instance_type=itype,
-                       price_per_hour=Decimal(price), observed_at=utcnow() - timedelta(hours=age_h),
-                       source="test", zone=zone, currency=currency)
+    return PriceRecord(
+        provider=provider,
+        pricing_model=model,
+        region=region,
+        instance_type=itype,
+        price_per_hour=Decimal(price),
+        observed_at=utcnow() - timedelta(hours=age_h),
+        source="test",
+        zone=zone,
+        currency=currency,
+    )
 
 
 def _seed(wh):
     now_points = [
         # AWS spot history for p5 in two AZs over 40 days (points mode)
-        *[_p("aws", "spot", "us-east-1", "p5.48xlarge", f"{30 + d / 10:.2f}", 24 * d, zone="us-east-1a")
-          for d in range(40, -1, -5)],
+        *[
+            _p("aws", "spot", "us-east-1", "p5.48xlarge", f"{30 + d / 10:.2f}", 24 * d, zone="us-east-1a")
+            for d in range(40, -1, -5)
+        ],
         _p("aws", "spot", "us-east-1", "p5.48xlarge", "29.00", 2, zone="us-east-1b"),
         _p("aws", "spot", "us-west-2", "p5.48xlarge", "25.50", 3, zone="us-west-2c"),
     ]
@@ -36,16 +46,23 @@ def _seed(wh):
         _p("azure", "ondemand", "westeurope", "Standard_ND96isr_H100_v5", "91.00", 1, currency="EUR"),
     ]
     store.append_prices(wh, snapshot, "changes")
-    for provider, regions in {"aws": ["us-east-1", "us-west-2"], "azure": ["eastus", "westeurope"],
-                              "lambda": ["global"], "gcp": ["us-central1"]}.items():
+    for provider, regions in {
+        "aws": ["us-east-1", "us-west-2"],
+        "azure": ["eastus", "westeurope"],
+        "lambda": ["global"],
+        "gcp": ["us-central1"],
+    }.items():
         store.log_fetch(wh, provider, regions, "test", 1, 1)
-    store.upsert_catalog(wh, [
-        CatalogEntry("aws", "p5.48xlarge", "H100-80GB", 8, 80, 192, 2048, "NVLink"),
-        CatalogEntry("azure", "Standard_ND96isr_H100_v5", "H100-80GB", 8, 80, 96, 1900, "NVLink"),
-        CatalogEntry("lambda", "gpu_8x_h100_sxm5", "H100-80GB", 8, 80, 208, 1800, "NVLink (SXM)"),
-        CatalogEntry("lambda", "gpu_1x_h100_pcie", "H100-80GB", 1, 80, 26, 200, "PCIe"),
-        CatalogEntry("gcp", "a3-highgpu-8g", "H100-80GB", 8, 80, 208, 1872, None),
-    ])
+    store.upsert_catalog(
+        wh,
+        [
+            CatalogEntry("aws", "p5.48xlarge", "H100-80GB", 8, 80, 192, 2048, "NVLink"),
+            CatalogEntry("azure", "Standard_ND96isr_H100_v5", "H100-80GB", 8, 80, 96, 1900, "NVLink"),
+            CatalogEntry("lambda", "gpu_8x_h100_sxm5", "H100-80GB", 8, 80, 208, 1800, "NVLink (SXM)"),
+            CatalogEntry("lambda", "gpu_1x_h100_pcie", "H100-80GB", 1, 80, 26, 200, "PCIe"),
+            CatalogEntry("gcp", "a3-highgpu-8g", "H100-80GB", 8, 80, 208, 1872, None),
+        ],
+    )
 
 
 def test_changes_mode_dedups_and_appends_only_changes(any_wh):
@@ -53,13 +70,25 @@ def test_changes_mode_dedups_and_appends_only_changes(any_wh):
     a = [_p("lambda", "ondemand", "global", "gpu_1x_a10", "0.75", 0)]
     assert store.append_prices(wh, a, "changes") == {"spot_prices": 0, "ondemand_prices": 1}
     assert store.append_prices(wh, a, "changes")["ondemand_prices"] == 0
-    assert store.append_prices(wh, [_p("lambda", "ondemand", "global", "gpu_1x_a10", "0.750000", 0)],
-                               "changes")["ondemand_prices"] == 0  # same value, other spelling
-    assert store.append_prices(wh, [_p("lambda", "ondemand", "global", "gpu_1x_a10", "0.86", 0)],
-                               "changes")["ondemand_prices"] == 1
+    assert (
+        store.append_prices(wh, [_p("lambda", "ondemand", "global", "gpu_1x_a10", "0.750000", 0)], "changes")[
+            "ondemand_prices"
+        ]
+        == 0
+    )  # same value, other spelling
+    assert (
+        store.append_prices(wh, [_p("lambda", "ondemand", "global", "gpu_1x_a10", "0.86", 0)], "changes")[
+            "ondemand_prices"
+        ]
+        == 1
+    )
     # back to the old price is a change too (a time series, not a set of values)
-    assert store.append_prices(wh, [_p("lambda", "ondemand", "global", "gpu_1x_a10", "0.75", 0)],
-                               "changes")["ondemand_prices"] == 1
+    assert (
+        store.append_prices(wh, [_p("lambda", "ondemand", "global", "gpu_1x_a10", "0.75", 0)], "changes")[
+            "ondemand_prices"
+        ]
+        == 1
+    )
     assert wh.query("SELECT count(*) FROM ondemand_prices") == [(3,)]
 
 
@@ -90,10 +119,13 @@ def test_latest_prices_view_takes_cheapest_zone(any_wh):
     _seed(any_wh)
     rows = any_wh.query(
         "SELECT zone, price_per_hour FROM latest_prices WHERE provider = 'aws' AND region = 'us-east-1' "
-        "AND pricing_model = 'spot'")
+        "AND pricing_model = 'spot'"
+    )
     assert rows == [("us-east-1b", Decimal("29.0000000000"))]
-    zones = any_wh.query("SELECT zone, price_per_hour FROM latest_zone_prices WHERE region = 'us-east-1' "
-                         "AND pricing_model = 'spot' ORDER BY zone")
+    zones = any_wh.query(
+        "SELECT zone, price_per_hour FROM latest_zone_prices WHERE region = 'us-east-1' "
+        "AND pricing_model = 'spot' ORDER BY zone"
+    )
     assert zones == [("us-east-1a", Decimal("30.0000000000")), ("us-east-1b", Decimal("29.0000000000"))]
 
 
@@ -103,7 +135,9 @@ def test_spot_price_history(any_wh):
     a = [p for p in pts if p.zone == "us-east-1a"]
     # points 0..25 days old are inside; the one seeded exactly 30 days ago (a moment before the window
     # opens) is the price in effect at the start; 35 and 40 days are left out
-    assert [p.price_per_hour for p in a] == [Decimal(f"{30 + d / 10:.2f}") for d in (30, 25, 20, 15, 10, 5, 0)]
+    assert [p.price_per_hour for p in a] == [
+        Decimal(f"{30 + d / 10:.2f}") for d in (30, 25, 20, 15, 10, 5, 0)
+    ]
     assert [p.observed_at for p in pts] == sorted(p.observed_at for p in pts)
     everywhere = queries.spot_price_history(any_wh, "aws", "p5.48xlarge", days=1)
     assert {p.region for p in everywhere} == {"us-east-1", "us-west-2"}
@@ -126,20 +160,28 @@ def test_cheapest_offers_across_clouds(any_wh):
         ("azure", "eastus", "ondemand", Decimal("98.32")),
     ]  # the EUR row is not compared with USD ones
     assert offers[0].price_per_gpu_hour == Decimal("2.99")
-    assert [o.provider for o in queries.cheapest_offers(any_wh, "H100", gpu_count=8, pricing=("ondemand",))][:1] == [
-        "lambda"]
-    assert [o.instance_type for o in queries.cheapest_offers(any_wh, "H100", gpu_count=1)] == ["gpu_1x_h100_pcie"]
-    assert queries.cheapest_offers(any_wh, "H100", gpu_count=8, currency="EUR")[0].price_per_hour == Decimal("91")
+    assert [o.provider for o in queries.cheapest_offers(any_wh, "H100", gpu_count=8, pricing=("ondemand",))][
+        :1
+    ] == ["lambda"]
+    assert [o.instance_type for o in queries.cheapest_offers(any_wh, "H100", gpu_count=1)] == [
+        "gpu_1x_h100_pcie"
+    ]
+    assert queries.cheapest_offers(any_wh, "H100", gpu_count=8, currency="EUR")[0].price_per_hour == Decimal(
+        "91"
+    )
     assert queries.cheapest_offers(any_wh, "Quantum Flux", gpu_count=8) == []
 
 
 def test_cheapest_offers_drops_sources_not_fetched_recently(any_wh):
     _seed(any_wh)
-    any_wh.execute("UPDATE price_fetch_log SET fetched_at = ? WHERE provider = 'lambda'",
-                   [utcnow() - timedelta(days=30)])
+    any_wh.execute(
+        "UPDATE price_fetch_log SET fetched_at = ? WHERE provider = 'lambda'", [utcnow() - timedelta(days=30)]
+    )
     offers = queries.cheapest_offers(any_wh, "H100", gpu_count=8)
     assert "lambda" not in {o.provider for o in offers}
-    assert "lambda" in {o.provider for o in queries.cheapest_offers(any_wh, "H100", gpu_count=8, max_age_days=None)}
+    assert "lambda" in {
+        o.provider for o in queries.cheapest_offers(any_wh, "H100", gpu_count=8, max_age_days=None)
+    }
 
 
 def test_spot_discount_by_region(any_wh):
@@ -152,20 +194,28 @@ def test_spot_discount_by_region(any_wh):
         ("aws", "us-west-2", Decimal("0.5367")),
         ("aws", "us-east-1", Decimal("0.4731")),
     ]  # biggest discount first
-    assert [r.region for r in queries.spot_discount_by_region(any_wh, provider="aws")] == ["us-west-2", "us-east-1"]
-    assert queries.spot_discount_by_region(any_wh, instance_type="gpu_8x_h100_sxm5") == []  # Lambda: no spot tier
+    assert [r.region for r in queries.spot_discount_by_region(any_wh, provider="aws")] == [
+        "us-west-2",
+        "us-east-1",
+    ]
+    assert (
+        queries.spot_discount_by_region(any_wh, instance_type="gpu_8x_h100_sxm5") == []
+    )  # Lambda: no spot tier
 
 
 def test_spot_placement_risk_latest_per_zone(any_wh):
     from finops.prices.records import PlacementScore
 
     t = utcnow().replace(minute=0, second=0, microsecond=0)
-    scores = [PlacementScore("aws", "us-east-1", "p5.48xlarge", s, t - timedelta(hours=h), zone_id=z)
-              for z, s, h in (("use1-az1", 9, 6), ("use1-az1", 2, 0), ("use1-az2", 5, 0))]
+    scores = [
+        PlacementScore("aws", "us-east-1", "p5.48xlarge", s, t - timedelta(hours=h), zone_id=z)
+        for z, s, h in (("use1-az1", 9, 6), ("use1-az1", 2, 0), ("use1-az2", 5, 0))
+    ]
     scores.append(PlacementScore("aws", "us-west-2", "p5.48xlarge", 7, t, zone_id="usw2-az1"))
     assert store.append_placement_scores(any_wh, scores) == 4
     assert store.append_placement_scores(any_wh, scores) == 0
     risk = queries.spot_placement_risk(any_wh, "p5.48xlarge")
     assert [(r.zone_id, r.score) for r in risk] == [("use1-az1", 2), ("use1-az2", 5), ("usw2-az1", 7)]
     assert [r.zone_id for r in queries.spot_placement_risk(any_wh, "p5.48xlarge", region="us-west-2")] == [
-        "usw2-az1"]
+        "usw2-az1"
+    ]

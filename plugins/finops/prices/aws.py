@@ -97,7 +97,12 @@ def fetch_spot_history(
             price = _decimal(item.get("SpotPrice"))
             itype = item.get("InstanceType")
             ts = item.get("Timestamp")
-            if price is None or not isinstance(itype, str) or not _TYPE.match(itype) or not isinstance(ts, datetime):
+            if (
+                price is None
+                or not isinstance(itype, str)
+                or not _TYPE.match(itype)
+                or not isinstance(ts, datetime)
+            ):
                 log.warning("skipping malformed spot price item in %s: %r", region, item)
                 continue
             ts = naive_utc(ts)
@@ -148,7 +153,8 @@ def fetch_instance_types(ec2: Any, families: Iterable[str]) -> list[CatalogEntry
                     gpu_memory_gib=mem_gib,
                     vcpus=(it.get("VCpuInfo") or {}).get("DefaultVCpus"),
                     memory_gib=round(((it.get("MemoryInfo") or {}).get("SizeInMiB") or 0) / 1024, 1) or None,
-                    interconnect=(static.interconnect if static else None) or AWS_FAMILY_INTERCONNECT.get(family),
+                    interconnect=(static.interconnect if static else None)
+                    or AWS_FAMILY_INTERCONNECT.get(family),
                     source="aws:describe_instance_types",
                 )
             )

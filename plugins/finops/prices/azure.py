@@ -56,7 +56,9 @@ def iter_pages(
         if not link or not isinstance(link, str) or not link.strip() or not items:
             return
         if not same_origin(link, base_url):
-            raise PriceSourceError("Azure Retail Prices: NextPageLink points off the API host; refusing to follow")
+            raise PriceSourceError(
+                "Azure Retail Prices: NextPageLink points off the API host; refusing to follow"
+            )
         if link in seen:
             log.warning("Azure Retail Prices: NextPageLink repeats; stopping")
             return

@@ -31,24 +31,47 @@ DEFAULT_ARGS = {
 
 
 def pool_for(provider: str) -> str:
-    return os.environ.get(f"FINOPS_PRICES_POOL_{provider.upper()}") or os.environ.get(
-        "FINOPS_PRICES_POOL"
-    ) or "default_pool"
+    return (
+        os.environ.get(f"FINOPS_PRICES_POOL_{provider.upper()}")
+        or os.environ.get("FINOPS_PRICES_POOL")
+        or "default_pool"
+    )
 
 
 def prices_params() -> dict[str, Param]:
     return {
-        "provider": Param("all", type="string", enum=PROVIDER_CHOICES, title="Provider",
-                          description="Which provider to fetch: one of them, or all enabled in finops.yaml."),
-        "regions": Param([], type="array", items={"type": "string"}, title="Regions",
-                         description="Regions to fetch (e.g. us-east-1, eastus, us-central1). "
-                         "Empty: the regions configured under prices.<provider>.regions."),
-        "instance_families": Param([], type="array", items={"type": "string"}, title="Instance families",
-                                   description="AWS families (p5, g6e), Azure armSkuName prefixes (Standard_ND) or "
-                                   "GCP series (a3). Empty: the configured ones."),
-        "lookback_days": Param(None, type=["null", "integer"], minimum=1, maximum=90, title="Backfill days",
-                               description="AWS spot history: fetch this many days back, ignoring the stored "
-                               "watermark (AWS keeps 90 days). Empty: incremental from the watermark."),
+        "provider": Param(
+            "all",
+            type="string",
+            enum=PROVIDER_CHOICES,
+            title="Provider",
+            description="Which provider to fetch: one of them, or all enabled in finops.yaml.",
+        ),
+        "regions": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            title="Regions",
+            description="Regions to fetch (e.g. us-east-1, eastus, us-central1). "
+            "Empty: the regions configured under prices.<provider>.regions.",
+        ),
+        "instance_families": Param(
+            [],
+            type="array",
+            items={"type": "string"},
+            title="Instance families",
+            description="AWS families (p5, g6e), Azure armSkuName prefixes (Standard_ND) or "
+            "GCP series (a3). Empty: the configured ones.",
+        ),
+        "lookback_days": Param(
+            None,
+            type=["null", "integer"],
+            minimum=1,
+            maximum=90,
+            title="Backfill days",
+            description="AWS spot history: fetch this many days back, ignoring the stored "
+            "watermark (AWS keeps 90 days). Empty: incremental from the watermark.",
+        ),
     }
 
 
@@ -85,6 +108,7 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                 return plan_jobs(
                     get_prices_settings(),
                     provider=provider,
+                    strict=chosen != "all",  # with "all", names of other clouds are skipped
                     regions=list(p.get("regions") or []) or None,
                     families=list(p.get("instance_families") or []) or None,
                     lookback_days=p.get("lookback_days") or None,
@@ -93,8 +117,12 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
             return plan
 
         def fetch_task(provider: str):
-            @task(task_id=f"fetch_{provider}", pool=pool_for(provider), map_index_template="{{ finops_label }}",
-                  max_active_tis_per_dagrun=4)
+            @task(
+                task_id=f"fetch_{provider}",
+                pool=pool_for(provider),
+                map_index_template="{{ finops_label }}",
+                max_active_tis_per_dagrun=4,
+            )
             def fetch(job: dict) -> dict:
                 from finops.prices.jobs import run_job
                 from finops.prices.settings import get_prices_settings
@@ -112,7 +140,9 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                 "jobs": len(flat),
                 "spot_prices": sum(int(r.get("spot_prices") or 0) for r in flat),
                 "ondemand_prices": sum(int(r.get("ondemand_prices") or 0) for r in flat),
-                "by_job": {_label(r): {k: v for k, v in r.items() if k not in ("provider", "region")} for r in flat},
+                "by_job": {
+                    _label(r): {k: v for k, v in r.items() if k not in ("provider", "region")} for r in flat
+                },
             }
             print(f"prices: {out}")
             return out

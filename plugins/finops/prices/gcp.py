@@ -30,7 +30,9 @@ _WHERE = r"running in [A-Za-z .,/-]{1,60}"
 _CORE_RAM = re.compile(
     rf"^(?:Spot Preemptible )?(?P<series>[A-Z]\d{{1,2}}[A-Z]?) (?:Predefined )?Instance (?P<part>Core|Ram) {_WHERE}$"
 )
-_GPU = re.compile(rf"^(?:Spot Preemptible )?(?:Nvidia )?(?P<gpu>[A-Za-z0-9 ]{{1,40}}?) GPU(?: attached to Spot Preemptible VMs)? {_WHERE}$")
+_GPU = re.compile(
+    rf"^(?:Spot Preemptible )?(?:Nvidia )?(?P<gpu>[A-Za-z0-9 ]{{1,40}}?) GPU(?: attached to Spot Preemptible VMs)? {_WHERE}$"
+)
 _UNITS = {"core": "h", "ram": "GiBy.h", "gpu": "h"}
 
 
@@ -83,7 +85,9 @@ def parse_sku(sku: dict[str, Any]) -> Component | None:
     infos = sku.get("pricingInfo") or []
     if not isinstance(infos, list) or not infos:
         return None
-    info = max((i for i in infos if isinstance(i, dict)), key=lambda i: str(i.get("effectiveTime", "")), default=None)
+    info = max(
+        (i for i in infos if isinstance(i, dict)), key=lambda i: str(i.get("effectiveTime", "")), default=None
+    )
     expr = (info or {}).get("pricingExpression") or {}
     if expr.get("usageUnit") != _UNITS[kind]:
         return None
@@ -98,7 +102,11 @@ def parse_sku(sku: dict[str, Any]) -> Component | None:
 
 
 def iter_skus(
-    client: HttpClient, base_url: str, service_id: str = COMPUTE_SERVICE, currency: str = "USD", max_pages: int = 500
+    client: HttpClient,
+    base_url: str,
+    service_id: str = COMPUTE_SERVICE,
+    currency: str = "USD",
+    max_pages: int = 500,
 ) -> Iterator[dict[str, Any]]:
     url = f"{base_url.rstrip('/')}/v1/services/{service_id}/skus"
     token: str | None = None
@@ -123,7 +131,11 @@ def iter_skus(
 
 def _pick(components: list[Component], kind: str, name: str, model: str, region: str) -> Component | None:
     """The most specific SKU (fewest regions) for this part in this region."""
-    cands = [c for c in components if c.kind == kind and c.name == name and c.pricing_model == model and region in c.regions]
+    cands = [
+        c
+        for c in components
+        if c.kind == kind and c.name == name and c.pricing_model == model and region in c.regions
+    ]
     return min(cands, key=lambda c: (len(c.regions), c.price)) if cands else None
 
 
@@ -184,5 +196,7 @@ def fetch(
     max_pages: int = 500,
 ) -> list[PriceRecord]:
     regions = [check_region(r) for r in regions]
-    comps = [c for c in (parse_sku(s) for s in iter_skus(client, base_url, service_id, currency, max_pages)) if c]
+    comps = [
+        c for c in (parse_sku(s) for s in iter_skus(client, base_url, service_id, currency, max_pages)) if c
+    ]
     return compose(comps, regions, series)

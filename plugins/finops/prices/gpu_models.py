@@ -117,10 +117,18 @@ KNOWN_INSTANCES: dict[tuple[str, str], InstanceSpec] = {
     ("azure", "Standard_NC24ads_A100_v4"): _s("A100-80GB", 1, 80, 24, 220),
     ("azure", "Standard_NC48ads_A100_v4"): _s("A100-80GB", 2, 80, 48, 440, "PCIe"),
     ("azure", "Standard_NC96ads_A100_v4"): _s("A100-80GB", 4, 80, 96, 880, "PCIe"),
-    ("azure", "Standard_ND96asr_v4"): _s("A100-40GB", 8, 40, 96, 900, "NVLink 600GB/s + InfiniBand 200Gbps x8"),
-    ("azure", "Standard_ND96amsr_A100_v4"): _s("A100-80GB", 8, 80, 96, 1900, "NVLink 600GB/s + InfiniBand 200Gbps x8"),
-    ("azure", "Standard_ND96isr_H100_v5"): _s("H100-80GB", 8, 80, 96, 1900, "NVLink 900GB/s + InfiniBand 400Gbps x8"),
-    ("azure", "Standard_ND96isr_H200_v5"): _s("H200", 8, 141, 96, 1850, "NVLink 900GB/s + InfiniBand 400Gbps x8"),
+    ("azure", "Standard_ND96asr_v4"): _s(
+        "A100-40GB", 8, 40, 96, 900, "NVLink 600GB/s + InfiniBand 200Gbps x8"
+    ),
+    ("azure", "Standard_ND96amsr_A100_v4"): _s(
+        "A100-80GB", 8, 80, 96, 1900, "NVLink 600GB/s + InfiniBand 200Gbps x8"
+    ),
+    ("azure", "Standard_ND96isr_H100_v5"): _s(
+        "H100-80GB", 8, 80, 96, 1900, "NVLink 900GB/s + InfiniBand 400Gbps x8"
+    ),
+    ("azure", "Standard_ND96isr_H200_v5"): _s(
+        "H200", 8, 141, 96, 1850, "NVLink 900GB/s + InfiniBand 400Gbps x8"
+    ),
     ("azure", "Standard_NC40ads_H100_v5"): _s("H100-NVL-94GB", 1, 94, 40, 320),
     ("azure", "Standard_NC80adis_H100_v5"): _s("H100-NVL-94GB", 2, 94, 80, 640, "NVLink"),
     ("azure", "Standard_NV36ads_A10_v5"): _s("A10", 1, 24, 36, 440),

@@ -33,7 +33,9 @@ class PriceSourceError(RuntimeError):
 
 class RetryableHTTPError(PriceSourceError):
     def __init__(self, status: int, url: str, retry_after: float | None):
-        super().__init__(f"HTTP {status} from {_safe(url)}" + (f" (Retry-After {retry_after:g}s)" if retry_after else ""))
+        super().__init__(
+            f"HTTP {status} from {_safe(url)}" + (f" (Retry-After {retry_after:g}s)" if retry_after else "")
+        )
         self.status = status
         self.retry_after = retry_after
 
@@ -67,7 +69,11 @@ def same_origin(url: str, base: str) -> bool:
     def port(p: Any) -> int | None:
         return p.port or {"http": 80, "https": 443}.get(p.scheme)
 
-    return a.scheme == b.scheme and (a.hostname or "").lower() == (b.hostname or "").lower() and port(a) == port(b)
+    return (
+        a.scheme == b.scheme
+        and (a.hostname or "").lower() == (b.hostname or "").lower()
+        and port(a) == port(b)
+    )
 
 
 class HttpClient:
@@ -95,7 +101,9 @@ class HttpClient:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, RetryableHTTPError) and exc.retry_after is not None:
             return min(exc.retry_after, self.settings.retry_after_max_s)
-        return wait_exponential(multiplier=self.settings.backoff_base_s, max=self.settings.backoff_max_s)(state)
+        return wait_exponential(multiplier=self.settings.backoff_base_s, max=self.settings.backoff_max_s)(
+            state
+        )
 
     def _before_sleep(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
@@ -116,7 +124,9 @@ class HttpClient:
         self.requests_made += 1
         resp = self.session.get(url, params=params, timeout=self.settings.timeout_s)
         if resp.status_code in RETRY_STATUSES:
-            raise RetryableHTTPError(resp.status_code, url, parse_retry_after(resp.headers.get("Retry-After")))
+            raise RetryableHTTPError(
+                resp.status_code, url, parse_retry_after(resp.headers.get("Retry-After"))
+            )
         if resp.status_code >= 400:
             raise PriceSourceError(f"HTTP {resp.status_code} from {_safe(url)}: {resp.text[:200]!r}")
         try:

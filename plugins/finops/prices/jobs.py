@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from finops.prices import aws, azure, gcp, lambda_cloud, store
 from finops.prices.conn import gcp_headers, resolve
-from finops.prices.gpu_models import gpu_from_instance_name, known_instance
+from finops.prices.gpu_models import KNOWN_INSTANCES, gpu_from_instance_name, known_instance
 from finops.prices.http import HttpClient
 from finops.prices.records import PROVIDERS, CatalogEntry, PriceRecord, utcnow
 from finops.prices.settings import PricesSettings
@@ -40,34 +40,76 @@ def default_wh() -> Iterator[Warehouse]:
         wh.close()
 
 
+def _ok(check: Callable[[str], Any], value: str) -> bool:
+    try:
+        check(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _aws_family(value: str) -> str:
+    return aws.type_pattern(value)
+
+
+def _gcp_series(value: str) -> str:
+    known = {t.split("-", 1)[0] for (p, t) in KNOWN_INSTANCES if p == "gcp"}
+    if value not in known:
+        raise ValueError(f"not a GCP GPU machine series with known shapes ({', '.join(sorted(known))}): {value!r}")
+    return value
+
+
+def _azure_prefix(value: str) -> str:
+    if not (isinstance(value, str) and value.startswith("Standard_") and value.replace("_", "").isalnum()):
+        raise ValueError(f"not an Azure armSkuName prefix: {value!r}")
+    return value
+
+
+def _pick(
+    given: list[str] | None, configured: list[str], check: Callable[[str], Any], strict: bool
+) -> list[str]:
+    """The override list, validated: strictly (a bad name fails the plan) when the run names one
+    provider; with provider=all the names that belong to another cloud are left out."""
+    if not given:
+        return list(configured)
+    if strict:
+        for v in given:
+            check(v)
+        return list(given)
+    return [v for v in given if _ok(check, v)]
+
+
 def plan_jobs(
     settings: PricesSettings,
     provider: str = "all",
     regions: list[str] | None = None,
     families: list[str] | None = None,
     lookback_days: int | None = None,
+    strict: bool | None = None,
 ) -> list[dict[str, Any]]:
     """The jobs for a run: one per AWS / Azure region, one for GCP (its catalog is global), one for
     Lambda. `regions` / `families` override the configured ones (manual backfills). Names are
-    validated here so a typo fails the planning task, not a mapped fetch."""
+    validated here so a typo fails the planning task, not a mapped fetch; with provider "all"
+    (or strict=False) names that fit another cloud are skipped, and a provider left with no
+    region or family to fetch is skipped too."""
     if provider != "all" and provider not in PROVIDERS:
         raise ValueError(f"provider must be one of all, {', '.join(PROVIDERS)}; got {provider!r}")
     want = PROVIDERS if provider == "all" else (provider,)
+    strict = provider != "all" if strict is None else strict
     jobs: list[dict[str, Any]] = []
     if "aws" in want and settings.aws.enabled:
-        fams = families or settings.aws.instance_families
-        for f in fams:
-            aws.type_pattern(f)
-        for r in regions or settings.aws.regions:
-            jobs.append({"provider": "aws", "region": aws.check_region(r), "families": fams, "lookback_days": lookback_days})
+        fams = _pick(families, settings.aws.instance_families, _aws_family, strict)
+        for r in _pick(regions, settings.aws.regions, aws.check_region, strict) if fams else []:
+            jobs.append({"provider": "aws", "region": r, "families": fams, "lookback_days": lookback_days})
     if "azure" in want and settings.azure.enabled:
-        for r in regions or settings.azure.regions:
-            azure.region_filter(r)
-            jobs.append({"provider": "azure", "region": r, "families": families or settings.azure.instance_families})
+        fams = _pick(families, settings.azure.instance_families, _azure_prefix, strict)
+        for r in _pick(regions, settings.azure.regions, azure.region_filter, strict) if fams else []:
+            jobs.append({"provider": "azure", "region": r, "families": fams})
     if "gcp" in want and settings.gcp.enabled:
-        regs = [gcp.check_region(r) for r in regions or settings.gcp.regions]
-        jobs.append({"provider": "gcp", "region": ",".join(regs), "regions": regs,
-                     "families": families or settings.gcp.instance_families})
+        fams = _pick(families, settings.gcp.instance_families, _gcp_series, strict)
+        regs = _pick(regions, settings.gcp.regions, gcp.check_region, strict)
+        if fams and regs:
+            jobs.append({"provider": "gcp", "region": ",".join(regs), "regions": regs, "families": fams})
     if "lambda" in want and settings.lambda_cloud.enabled:
         jobs.append({"provider": "lambda", "region": "global"})
     return jobs
@@ -78,16 +120,32 @@ def _static_catalog(provider: str, types: set[str]) -> list[CatalogEntry]:
     for t in sorted(types):
         spec = known_instance(provider, t)
         if spec:
-            out.append(CatalogEntry(provider, t, spec.gpu_model, spec.gpu_count, spec.gpu_memory_gib, spec.vcpus,
-                                    spec.memory_gib, spec.interconnect, source="static"))
+            out.append(
+                CatalogEntry(
+                    provider,
+                    t,
+                    spec.gpu_model,
+                    spec.gpu_count,
+                    spec.gpu_memory_gib,
+                    spec.vcpus,
+                    spec.memory_gib,
+                    spec.interconnect,
+                    source="static",
+                )
+            )
         elif model := gpu_from_instance_name(provider, t):
             out.append(CatalogEntry(provider, t, model, None, None, None, None, None, source="name"))
     return out
 
 
 def _store_snapshot(
-    wh: Warehouse, provider: str, regions: list[str], source: str, prices: list[PriceRecord],
-    catalog: list[CatalogEntry], run_id: str | None,
+    wh: Warehouse,
+    provider: str,
+    regions: list[str],
+    source: str,
+    prices: list[PriceRecord],
+    catalog: list[CatalogEntry],
+    run_id: str | None,
 ) -> dict[str, int]:
     inserted = store.append_prices(wh, prices, mode="changes")
     n_cat = store.upsert_catalog(wh, catalog)
@@ -96,8 +154,12 @@ def _store_snapshot(
 
 
 def run_aws(
-    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
-    ec2: Any = None, pricing: Any = None, run_id: str | None = None,
+    job: dict[str, Any],
+    settings: PricesSettings,
+    wh_factory: WhFactory = default_wh,
+    ec2: Any = None,
+    pricing: Any = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     cfg = settings.aws
     region, families = job["region"], list(job["families"])
@@ -110,12 +172,18 @@ def run_aws(
     spot: list[PriceRecord] = []
     newest: dict[str, Any] = {}
     for fam in families:
-        start = marks[fam] if (marks[fam] is not None and not lookback) else now - timedelta(days=lookback or cfg.lookback_days)
+        start = (
+            marks[fam]
+            if (marks[fam] is not None and not lookback)
+            else now - timedelta(days=lookback or cfg.lookback_days)
+        )
         hist = aws.fetch_spot_history(ec2, region, fam, start)
         spot += hist.records
         newest[fam] = hist.max_timestamp
     catalog = aws.fetch_instance_types(ec2, families)
-    ondemand = aws.fetch_ondemand(pricing, region, {c.instance_type for c in catalog} | {r.instance_type for r in spot})
+    ondemand = aws.fetch_ondemand(
+        pricing, region, {c.instance_type for c in catalog} | {r.instance_type for r in spot}
+    )
     scores = []
     if cfg.placement_scores:
         for itype in cfg.placement_instance_types:
@@ -132,8 +200,13 @@ def run_aws(
         inserted = n_spot["spot_prices"] + n_od["ondemand_prices"]
         store.log_fetch(wh, "aws", [region], "aws", len(spot) + len(ondemand), inserted, run_id)
     return {
-        "provider": "aws", "region": region, "spot_seen": len(spot), "spot_prices": n_spot["spot_prices"],
-        "ondemand_prices": n_od["ondemand_prices"], "instance_catalog": n_cat, "placement_scores": n_scores,
+        "provider": "aws",
+        "region": region,
+        "spot_seen": len(spot),
+        "spot_prices": n_spot["spot_prices"],
+        "ondemand_prices": n_od["ondemand_prices"],
+        "instance_catalog": n_cat,
+        "placement_scores": n_scores,
     }
 
 
@@ -142,13 +215,23 @@ def _client(settings: PricesSettings, **kw: Any) -> HttpClient:
 
 
 def run_azure(
-    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
-    client: HttpClient | None = None, run_id: str | None = None,
+    job: dict[str, Any],
+    settings: PricesSettings,
+    wh_factory: WhFactory = default_wh,
+    client: HttpClient | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     cfg = settings.azure
     ep = resolve(cfg.conn_id, cfg.base_url)
-    prices = azure.fetch_region(client or _client(settings), ep.base_url, job["region"], job["families"],
-                                cfg.api_version, cfg.currency, settings.http.max_pages)
+    prices = azure.fetch_region(
+        client or _client(settings),
+        ep.base_url,
+        job["region"],
+        job["families"],
+        cfg.api_version,
+        cfg.currency,
+        settings.http.max_pages,
+    )
     catalog = _static_catalog("azure", {p.instance_type for p in prices})
     with wh_factory() as wh:
         out = _store_snapshot(wh, "azure", [job["region"]], azure.SOURCE, prices, catalog, run_id)
@@ -156,14 +239,24 @@ def run_azure(
 
 
 def run_gcp(
-    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
-    client: HttpClient | None = None, run_id: str | None = None,
+    job: dict[str, Any],
+    settings: PricesSettings,
+    wh_factory: WhFactory = default_wh,
+    client: HttpClient | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     cfg = settings.gcp
     ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
     client = client or _client(settings, headers=gcp_headers(cfg.conn_id, ep.api_key))
-    prices = gcp.fetch(client, ep.base_url, job["regions"], job["families"], cfg.service_id, cfg.currency,
-                       settings.http.max_pages)
+    prices = gcp.fetch(
+        client,
+        ep.base_url,
+        job["regions"],
+        job["families"],
+        cfg.service_id,
+        cfg.currency,
+        settings.http.max_pages,
+    )
     catalog = _static_catalog("gcp", {p.instance_type for p in prices})
     with wh_factory() as wh:
         out = _store_snapshot(wh, "gcp", job["regions"], gcp.SOURCE, prices, catalog, run_id)
@@ -171,14 +264,19 @@ def run_gcp(
 
 
 def run_lambda(
-    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh,
-    client: HttpClient | None = None, run_id: str | None = None,
+    job: dict[str, Any],
+    settings: PricesSettings,
+    wh_factory: WhFactory = default_wh,
+    client: HttpClient | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     cfg = settings.lambda_cloud
     ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
     if client is None:
         if not ep.api_key:
-            raise ValueError(f"connection {cfg.conn_id!r} has no password: put the Lambda Cloud API key there")
+            raise ValueError(
+                f"connection {cfg.conn_id!r} has no password: put the Lambda Cloud API key there"
+            )
         if cfg.auth == "basic":
             client = _client(settings, auth=(ep.api_key, ""))
         else:
@@ -190,12 +288,18 @@ def run_lambda(
 
 
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
-    "aws": run_aws, "azure": run_azure, "gcp": run_gcp, "lambda": run_lambda,
+    "aws": run_aws,
+    "azure": run_azure,
+    "gcp": run_gcp,
+    "lambda": run_lambda,
 }
 
 
 def run_job(
-    job: dict[str, Any], settings: PricesSettings, wh_factory: WhFactory = default_wh, run_id: str | None = None
+    job: dict[str, Any],
+    settings: PricesSettings,
+    wh_factory: WhFactory = default_wh,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     result = RUNNERS[job["provider"]](job, settings, wh_factory, run_id=run_id)
     log.info("prices %s %s: %s", job["provider"], job.get("region"), result)

@@ -42,7 +42,12 @@ def parse(doc: Any) -> tuple[list[PriceRecord], list[CatalogEntry]]:
             continue
         name = it.get("name", key)
         cents = it.get("price_cents_per_hour")
-        if not isinstance(name, str) or not _NAME.match(name) or isinstance(cents, bool) or not isinstance(cents, int):
+        if (
+            not isinstance(name, str)
+            or not _NAME.match(name)
+            or isinstance(cents, bool)
+            or not isinstance(cents, int)
+        ):
             continue
         if cents <= 0 or cents >= MAX_PRICE_PER_HOUR * 100:
             continue
@@ -54,7 +59,9 @@ def parse(doc: Any) -> tuple[list[PriceRecord], list[CatalogEntry]]:
         regions = [
             r["name"]
             for r in (entry.get("regions_with_capacity_available") or [])
-            if isinstance(r, dict) and isinstance(r.get("name"), str) and _NAME.match(r["name"].replace("-", "_"))
+            if isinstance(r, dict)
+            and isinstance(r.get("name"), str)
+            and _NAME.match(r["name"].replace("-", "_"))
         ]
         prices.append(
             PriceRecord(
@@ -77,7 +84,9 @@ def parse(doc: Any) -> tuple[list[PriceRecord], list[CatalogEntry]]:
                 gpu_count=count,
                 gpu_memory_gib=gmem,
                 vcpus=specs.get("vcpus") if isinstance(specs.get("vcpus"), int) else None,
-                memory_gib=float(specs["memory_gib"]) if isinstance(specs.get("memory_gib"), int | float) else None,
+                memory_gib=float(specs["memory_gib"])
+                if isinstance(specs.get("memory_gib"), int | float)
+                else None,
                 interconnect=_interconnect(gdesc, count),
                 source=SOURCE,
             )

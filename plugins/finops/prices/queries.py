@@ -121,7 +121,22 @@ def cheapest_offers(
         params,
     )
     return [
-        Offer(r[0], r[1], r[2], r[3], r[4], Decimal(str(r[5])), r[6], r[7], r[8], int(r[9]), r[10], r[11], r[12], r[13])
+        Offer(
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            Decimal(str(r[5])),
+            r[6],
+            r[7],
+            r[8],
+            int(r[9]),
+            r[10],
+            r[11],
+            r[12],
+            r[13],
+        )
         for r in rows
     ]
 
@@ -159,7 +174,7 @@ def spot_discount_by_region(
             JOIN latest_prices o ON o.provider = s.provider AND o.region = s.region
                  AND o.instance_type = s.instance_type AND o.os = s.os AND o.currency = s.currency
                  AND o.pricing_model = 'ondemand'
-            WHERE s.pricing_model = 'spot' AND o.price_per_hour > 0{''.join(' AND ' + w for w in where)}
+            WHERE s.pricing_model = 'spot' AND o.price_per_hour > 0{"".join(" AND " + w for w in where)}
             ORDER BY s.price_per_hour / o.price_per_hour, s.provider, s.region, s.instance_type""",
         params,
     )

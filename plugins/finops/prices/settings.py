@@ -36,7 +36,9 @@ class AwsPrices(_M):
 
 class AzurePrices(_M):
     enabled: bool = True
-    conn_id: str | None = Field(default=None, description="optional HTTP connection whose host overrides base_url")
+    conn_id: str | None = Field(
+        default=None, description="optional HTTP connection whose host overrides base_url"
+    )
     base_url: str = "https://prices.azure.com/api/retail/prices"
     api_version: str = "2023-01-01-preview"
     currency: str = "USD"
@@ -49,7 +51,8 @@ class AzurePrices(_M):
 class GcpPrices(_M):
     enabled: bool = True
     conn_id: str | None = Field(
-        default=None, description="HTTP connection: host = API base, password = API key (or a google_cloud_platform conn)"
+        default=None,
+        description="HTTP connection: host = API base, password = API key (or a google_cloud_platform conn)",
     )
     base_url: str = "https://cloudbilling.googleapis.com"
     service_id: str = "6F81-5844-456A"  # Compute Engine
@@ -78,9 +81,7 @@ def parse_prices(section: dict[str, Any] | None) -> PricesSettings:
     try:
         return PricesSettings.model_validate(section or {})
     except ValidationError as e:
-        lines = [
-            "prices." + ".".join(str(p) for p in err["loc"]) + f": {err['msg']}" for err in e.errors()
-        ]
+        lines = ["prices." + ".".join(str(p) for p in err["loc"]) + f": {err['msg']}" for err in e.errors()]
         raise ConfigError("\n".join(lines)) from None
 
 

@@ -151,7 +151,9 @@ def upsert_catalog(wh: Warehouse, entries: Iterable[CatalogEntry]) -> int:
     if not uniq:
         return 0
     cols = {f.name: [getattr(e, f.name) for e in uniq.values()] for f in CATALOG_SCHEMA}
-    return wh.upsert_arrow("instance_catalog", pa.table(cols, schema=CATALOG_SCHEMA), keys=("provider", "instance_type"))
+    return wh.upsert_arrow(
+        "instance_catalog", pa.table(cols, schema=CATALOG_SCHEMA), keys=("provider", "instance_type")
+    )
 
 
 SCORE_SCHEMA = pa.schema(
@@ -185,7 +187,9 @@ def get_watermark(wh: Warehouse, provider: str, region: str, stream: str, item: 
     return rows[0][0] if rows and rows[0][0] is not None else None
 
 
-def set_watermark(wh: Warehouse, provider: str, region: str, stream: str, item: str, ts: datetime) -> datetime:
+def set_watermark(
+    wh: Warehouse, provider: str, region: str, stream: str, item: str, ts: datetime
+) -> datetime:
     """Move the watermark forward only (a backfill of older data never rewinds it)."""
     ts = naive_utc(ts)
     old = get_watermark(wh, provider, region, stream, item)
@@ -206,7 +210,12 @@ def set_watermark(wh: Warehouse, provider: str, region: str, stream: str, item: 
 
 
 def log_fetch(
-    wh: Warehouse, provider: str, regions: Iterable[str], source: str, seen: int, inserted: int,
+    wh: Warehouse,
+    provider: str,
+    regions: Iterable[str],
+    source: str,
+    seen: int,
+    inserted: int,
     run_id: str | None = None,
 ) -> None:
     """Record a successful fetch per region: `cheapest_offers` uses it to drop stale sources."""

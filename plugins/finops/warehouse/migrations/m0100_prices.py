@@ -34,7 +34,9 @@ _UNION = """
     SELECT 'ondemand' AS pricing_model, provider, region, zone, instance_type, os, price_per_hour, currency,
            observed_at, source FROM ondemand_prices"""
 
-_COLS = "pricing_model, provider, region, zone, instance_type, os, price_per_hour, currency, observed_at, source"
+_COLS = (
+    "pricing_model, provider, region, zone, instance_type, os, price_per_hour, currency, observed_at, source"
+)
 
 
 def statements(dialect: str) -> list[str]:
