@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+
 from finops.ingest import ConvertContext, RawBatch, convert_to_staging
 
 

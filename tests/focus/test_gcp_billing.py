@@ -8,10 +8,10 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from finops.demo import gcp_generator as gen
 from finops.focus.gcp_billing import CONVERTER
 from finops.focus.schema import COLUMNS
-
 from tests.focus._convert import convert
 
 T0 = datetime(2026, 10, 3, 10, tzinfo=UTC)
@@ -108,7 +108,7 @@ def test_cud_usage(hand_rows):
     assert cud["commitment_discount_category"] == "Usage"
     assert cud["commitment_discount_status"] == "Used"
     fee = next(r for r in out if r["sku_id"] == "CUDFEE")
-    assert (fee["charge_category"], fee["charge_frequency"], fee["pricing_category"]) == ("Purchase", "Recurring", "Committed")
+    assert (fee["charge_category"], fee["charge_frequency"], fee["pricing_category"]) == ("Usage", "Recurring", "Committed")
 
 
 def test_spot_tax_adjustment(hand_rows):
@@ -136,7 +136,8 @@ def test_dimensions_tags_location_resource(hand_rows):
     assert r["availability_zone"] == "us-central1-a"
     assert r["resource_type"] == "instances" and r["resource_name"] == "trainer-0"
     assert r["x_instance_type"] == "a2-highgpu-1g"
-    assert r["provider_name"] == "Google Cloud" and r["invoice_issuer_name"] == "Google"
+    assert r["provider_name"] == r["invoice_issuer_name"] == "Google Cloud"
+    assert r["invoice_id"] == "01A2B3-C4D5E6-F7G8H9-202610" and r["service_subcategory"] == "Virtual Machines"
     assert r["billing_period_start"] == datetime(2026, 10, 1) and r["billing_period_end"] == datetime(2026, 11, 1)
     assert r["charge_period_start"] == datetime(2026, 10, 3, 10)
     assert r["consumed_quantity"] == 3600 and r["consumed_unit"] == "seconds"

@@ -7,10 +7,10 @@ from datetime import datetime
 from decimal import Decimal
 
 import pytest
+
 from finops.demo import gcp_generator as gen
 from finops.focus.gcp_billing import CONVERTER as DETAILED
 from finops.focus.gcp_focus import CONVERTER
-
 from tests.focus._convert import convert
 
 
@@ -45,7 +45,8 @@ def test_credit_rows_and_canonical_enums(converted):
     }
     # "GCP > Compute" is not a FOCUS category: falls back to our service map
     assert {r["service_category"] for r in rows if r["service_name"] == "Compute Engine"} == {"Compute"}
-    assert {r["invoice_issuer_name"] for r in rows} == {"Google"}
+    assert {r["invoice_issuer_name"] for r in rows} == {"Google Cloud"}
+    assert {r["charge_frequency"] for r in rows if r["charge_category"] == "Usage"} == {"Usage-Based"}
 
 
 def test_tags_priority(converted):

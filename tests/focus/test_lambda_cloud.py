@@ -8,9 +8,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from finops.demo import lambda_generator as gen
 from finops.focus.lambda_cloud import CONVERTER, billable_interval, observe
-
 from tests.focus._convert import convert
 
 T = datetime(2026, 10, 1, tzinfo=UTC)

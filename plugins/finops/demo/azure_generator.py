@@ -199,13 +199,13 @@ def generate(period: str = "2026-10", layout: str = "ea", kind: str = "amortized
     add({"date": first.strftime("%m/%d/%Y"), "cat": "Virtual Machines", "meter": "NC24ads A100 v4",
          "product": "Reserved VM Instance, NC24ads A100 v4, US East, 1 Year", "uom": "1 Hour", "qty": Decimal(1),
          "cost": purchase, "charge_type": "Purchase", "pm": "Reservation", "res_id": res_id, "res_name": "A100 1y",
-         "freq": "Recurring"}, purchase, purchase if kind == "actual" else Decimal(0))
+         "freq": "Recurring"}, purchase, Decimal(0))  # FOCUS: commitment purchase has no EffectiveCost
     refund = (Decimal("-120.00") * fx).quantize(Decimal("0.01"))
     add({"date": (first + timedelta(days=1)).strftime("%m/%d/%Y"), "cat": "Virtual Machines",
          "meter": "D8s v5", "product": "Reserved VM Instance, D8s v5, US East, 1 Year (exchange)", "uom": "1 Hour",
          "qty": Decimal(1), "cost": refund, "charge_type": "Refund", "pm": "Reservation", "freq": "OneTime",
          "res_id": "/providers/Microsoft.Capacity/reservationOrders/ro-0/reservations/r-0", "res_name": "D8s old"},
-        refund, Decimal(0) if kind == "amortized" else refund)
+        refund, Decimal(0))
     return AzureSample(layout=layout, kind=kind, period=period, rows=rows, billed_total=billed,
                        effective_total=effective, currency=currency)
 
@@ -257,7 +257,7 @@ def focus_csv_bytes(sample: AzureSample) -> bytes:
             "ConsumedQuantity": r.get("qty") if ct == "usage" else "", "ConsumedUnit": r.get("uom") if ct == "usage" else "",
             "InvoiceIssuerName": "Microsoft", "ProviderName": "Microsoft", "PublisherName": "Microsoft",
             "PricingCategory": {"Reservation": "Committed", "Spot": "Dynamic"}.get(r.get("pm") or "", "Standard"),
-            "PricingQuantity": r.get("qty"), "PricingUnit": "Hours" if r.get("uom") == "1 Hour" else r.get("uom"),
+            "PricingQuantity": r.get("qty"), "PricingUnit": {"1 Hour": "Hours", "1/Month": "Months"}.get(r.get("uom") or "", r.get("uom")),
             "RegionId": (r.get("loc") or "").lower(), "RegionName": "East US" if r.get("loc") else "",
             "ResourceId": (r.get("rid") or "").lower(), "ServiceCategory": "Compute" if r.get("cat") == "Virtual Machines" else "Storage",
             "ServiceName": r.get("cat"), "SubAccountId": r.get("sub_id") or "", "SubAccountName": r.get("sub_name") or "",

@@ -16,9 +16,9 @@ Tags: MCA writes a JSON object, EA writes the members without the outer braces
 valid JSON stops the batch (quarantine), nothing is silently dropped.
 
 Costs (the export `kind` decides what `cost` means):
-- actual: BilledCost = cost. Reservation / savings-plan purchases are billed when bought;
-  EffectiveCost = BilledCost (the actual dataset holds no amortisation; configure the
-  amortized or focus export to get amortised EffectiveCost).
+- actual: BilledCost = cost; EffectiveCost = cost except commitment purchases / refunds,
+  which are 0 (FOCUS), and covered usage, which the actual dataset shows at 0: the actual
+  export cannot show amortisation -- configure the amortized or focus export for that.
 - amortized: EffectiveCost = cost. Commitment-covered usage and Unused* rows were prepaid,
   so their BilledCost is 0; commitment purchases keep BilledCost = cost, EffectiveCost = 0.
 ChargeType: Usage -> Usage; Purchase -> Purchase; Refund -> Purchase + ChargeClass
@@ -109,6 +109,41 @@ SERVICE_CATEGORIES: dict[str, str] = {
 }
 
 
+# MeterCategory -> FOCUS 1.2 ServiceSubcategory (parent = the category above).
+SERVICE_SUBCATEGORIES: dict[str, str] = {
+    "Virtual Machines": "Virtual Machines",
+    "Virtual Machines Licenses": "Virtual Machines",
+    "Azure Kubernetes Service": "Containers",
+    "Container Instances": "Containers",
+    "Functions": "Serverless Compute",
+    "Azure App Service": "Other (Compute)",
+    "Storage": "Block Storage",
+    "Backup": "Backup Storage",
+    "Bandwidth": "Network Connectivity",
+    "Virtual Network": "Network Infrastructure",
+    "Load Balancer": "Application Networking",
+    "Azure DNS": "Network Routing",
+    "SQL Database": "Relational Databases",
+    "Azure Cosmos DB": "NoSQL Databases",
+    "Azure Database for PostgreSQL": "Relational Databases",
+    "Cognitive Services": "AI Platforms",
+    "Azure OpenAI": "Generative AI",
+    "Machine Learning": "Machine Learning",
+    "Azure Monitor": "Observability",
+    "Log Analytics": "Observability",
+    "Key Vault": "Secret Management",
+    "Azure Synapse Analytics": "Analytics Platforms",
+    "Azure Data Factory v2": "Data Processing",
+}
+
+# UnitOfMeasure '<n> <unit>' -> FOCUS unit (the <n> multiplies the quantity).
+UNITS: dict[str, str] = {
+    "hour": "Hours", "hours": "Hours", "day": "Days", "days": "Days", "month": "Months", "/month": "Months",
+    "gb": "GB", "gb/month": "GB-Months", "gib/month": "GiB-Months", "tb/month": "TB-Months", "gb/hour": "GB-Hours",
+    "gib/hour": "GiB-Hours",
+}
+
+
 class AzureCostConverter:
     """One instance per export kind ('actual' or 'amortized'); EA / MCA auto-detected."""
 
@@ -192,11 +227,16 @@ FROM (SELECT *, CAST({parsed} AS TIMESTAMP) AS x_day, {tags} AS x_tags_raw FROM 
 
     def _columns(self, start: str, end: str) -> dict[str, str]:
         billed = self._billed("x_cost")
-        if self.kind == "actual":
-            effective = "x_cost"
-        else:
-            effective = "CASE WHEN x_ct IN ('purchase', 'refund') AND x_commit_id IS NOT NULL THEN 0 ELSE x_cost END"
+        # FOCUS: a commitment purchase (or its refund) has EffectiveCost 0 -- its value shows up
+        # amortised on the usage it covers (amortized export; the actual export cannot show it).
+        effective = "CASE WHEN x_ct IN ('purchase', 'refund') AND x_commit_id IS NOT NULL THEN 0 ELSE x_cost END"
         qty = "CAST(quantity AS DECIMAL(38,12))"
+        # '10 Hours' -> quantity x 10 in 'Hours'; '1/Month' -> 'Months'
+        uom_n = r"COALESCE(TRY_CAST(NULLIF(regexp_extract(unit_of_measure, '^\s*([0-9]+)', 1), '') AS DECIMAL(38,0)), 1)"
+        uom_u = r"lower(trim(regexp_replace(unit_of_measure, '^\s*[0-9]+\s*', '')))"
+        unit_map = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in UNITS.items())
+        focus_unit = f"CASE {uom_u} {unit_map} ELSE unit_of_measure END"
+        pqty = f"{qty} * {uom_n}"
         is_usage = "x_ct IN ('usage', 'unusedreservation', 'unusedsavingsplan')"
         category = (
             "CASE WHEN x_ct IN ('usage', 'unusedreservation', 'unusedsavingsplan') THEN 'Usage' "
@@ -204,6 +244,7 @@ FROM (SELECT *, CAST({parsed} AS TIMESTAMP) AS x_day, {tags} AS x_tags_raw FROM 
             "WHEN x_ct = 'credit' THEN 'Credit' ELSE 'Adjustment' END"
         )
         svc_map = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in SERVICE_CATEGORIES.items())
+        sub_map = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in SERVICE_SUBCATEGORIES.items())
         return {
             "billed_cost": billed,
             "effective_cost": effective,
@@ -223,19 +264,20 @@ FROM (SELECT *, CAST({parsed} AS TIMESTAMP) AS x_day, {tags} AS x_tags_raw FROM 
             f"WHEN 'usagebased' THEN 'Usage-Based' ELSE CASE WHEN {is_usage} THEN 'Usage-Based' ELSE 'One-Time' END END",
             "charge_period_start": "x_charge_day",
             "charge_period_end": "x_charge_day + INTERVAL 1 DAY",
-            "invoice_id": "invoice_id",
+            "invoice_id": f"COALESCE(invoice_id, billing_account_id || '-' || strftime({start}, '%Y%m'))",
             "invoice_issuer_name": "'Microsoft'",
             "provider_name": "'Microsoft'",
             "publisher_name": "COALESCE(publisher_name, 'Microsoft')",
             "service_name": "COALESCE(meter_category, consumed_service, 'Unknown')",
             "service_category": f"CASE meter_category {svc_map} ELSE 'Other' END",
+            "service_subcategory": f"CASE meter_category {sub_map} ELSE 'Other (Other)' END",
             "sub_account_id": "subscription_id",
             "sub_account_name": "subscription_name",
             "sub_account_type": "CASE WHEN subscription_id IS NOT NULL THEN 'Subscription' END",
-            "pricing_quantity": qty,
-            "pricing_unit": "unit_of_measure",
-            "consumed_quantity": f"CASE WHEN x_ct = 'usage' THEN {qty} END",
-            "consumed_unit": "CASE WHEN x_ct = 'usage' THEN unit_of_measure END",
+            "pricing_quantity": pqty,
+            "pricing_unit": focus_unit,
+            "consumed_quantity": f"CASE WHEN x_ct = 'usage' THEN {pqty} END",
+            "consumed_unit": f"CASE WHEN x_ct = 'usage' THEN {focus_unit} END",
             "list_unit_price": "CAST(payg_price AS DECIMAL(38,12))",
             "contracted_unit_price": "CAST(unit_price AS DECIMAL(38,12))",
             "pricing_category": "CASE WHEN x_ct NOT IN ('usage', 'unusedreservation', 'unusedsavingsplan', 'purchase') "

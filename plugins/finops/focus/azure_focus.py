@@ -8,7 +8,10 @@ CSV (optionally .gz) or parquet, as the export was configured.
 
 from __future__ import annotations
 
+from finops.focus.azure_cost import SERVICE_SUBCATEGORIES
+from finops.focus.gcp_billing import _case
 from finops.focus.native_focus import NativeFocusConverter
+from finops.focus.projection import lineage, select_list
 
 _TAGS = "NULLIF(trim(CAST(\"Tags\" AS VARCHAR)), '')"
 
@@ -23,7 +26,15 @@ class AzureFocusConverter(NativeFocusConverter):
         "publisher_name": "'Microsoft'",
         "invoice_issuer_name": "'Microsoft'",
         "service_category": "'Other'",
+        "service_subcategory": _case("\"x_SkuMeterCategory\"", SERVICE_SUBCATEGORIES, "'Other (Other)'"),
     }
+
+    def focus_sql(self, raw: str, ctx: object) -> str:
+        cols = self.columns()
+        month = ctx.billing_period.replace("-", "")  # type: ignore[attr-defined]
+        # EA FOCUS rows carry no InvoiceId while the month is open: provisional id per account and month
+        cols["invoice_id"] = f"COALESCE({cols['invoice_id']}, \"BillingAccountId\" || '-{month}')"
+        return f"SELECT {select_list({**cols, **lineage(ctx, self.provider)})} FROM {raw}"
 
     def tags_sql(self) -> str:
         fixed = f"CASE WHEN {_TAGS} IS NULL OR {_TAGS} = '{{}}' THEN NULL WHEN left({_TAGS}, 1) = '{{' THEN {_TAGS} " \

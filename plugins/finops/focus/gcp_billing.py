@@ -18,8 +18,10 @@ So per billing period: SUM(BilledCost) == SUM(cost) + SUM(credits.amount), to th
 ContractedCost = cost + non-commitment discount credits (negotiated / automatic price
 reductions), ListCost = cost_at_list (falls back to cost), EffectiveCost = BilledCost:
 GCP bills commitment fees monthly (no upfront to amortise), and the CUD credit already
-lands on the usage it covers. cost_type maps regular -> Usage (commitment fee SKUs ->
-Purchase), tax -> Tax, adjustment / rounding_error -> Adjustment (ChargeClass
+lands on the usage it covers. cost_type maps regular -> Usage (commitment fee SKUs too, as in
+GCP's own FOCUS view: the monthly fee is billed as it accrues, and FOCUS would force a
+Purchase row's EffectiveCost to 0 with nothing amortised in its place; the fee row gets
+ChargeFrequency 'Recurring' and PricingCategory 'Committed'), tax -> Tax, adjustment / rounding_error -> Adjustment (ChargeClass
 'Correction' when adjustment_info is present). Spot / preemptible SKUs -> PricingCategory
 'Dynamic', CUD-covered usage -> 'Committed'.
 """
@@ -65,6 +67,39 @@ SERVICE_CATEGORIES: dict[str, str] = {
     "Cloud Build": "Developer Tools",
     "Support": "Other",
     "Invoice": "Other",
+}
+
+# service.description -> FOCUS 1.2 ServiceSubcategory (one per service, parent = category above).
+SERVICE_SUBCATEGORIES: dict[str, str] = {
+    "Compute Engine": "Virtual Machines",
+    "Kubernetes Engine": "Containers",
+    "Cloud Run": "Serverless Compute",
+    "Cloud Functions": "Serverless Compute",
+    "App Engine": "Serverless Compute",
+    "Cloud Storage": "Object Storage",
+    "Filestore": "File Storage",
+    "BigQuery": "Analytics Platforms",
+    "Dataflow": "Data Processing",
+    "Dataproc": "Data Processing",
+    "Pub/Sub": "Messaging",
+    "Cloud SQL": "Relational Databases",
+    "Cloud Spanner": "Relational Databases",
+    "Firestore": "NoSQL Databases",
+    "Cloud Bigtable": "NoSQL Databases",
+    "Memorystore for Redis": "Caching",
+    "Vertex AI": "Machine Learning",
+    "Cloud TPU": "Machine Learning",
+    "Gemini API": "Generative AI",
+    "Networking": "Network Connectivity",
+    "Cloud DNS": "Network Routing",
+    "Cloud CDN": "Content Delivery",
+    "Cloud Load Balancing": "Application Networking",
+    "Cloud Logging": "Observability",
+    "Cloud Monitoring": "Observability",
+    "Secret Manager": "Secret Management",
+    "Cloud Key Management Service (KMS)": "Secret Management",
+    "Artifact Registry": "Developer Platforms",
+    "Cloud Build": "Continuous Integration and Deployment",
 }
 
 # location.region -> display name (FOCUS RegionName); unknown regions fall back to the id.
@@ -169,8 +204,9 @@ class GcpDetailedConverter:
     WHEN 'tax' THEN 'Tax'
     WHEN 'adjustment' THEN 'Adjustment'
     WHEN 'rounding_error' THEN 'Adjustment'
-    ELSE CASE WHEN sku.description ILIKE 'Commitment%' THEN 'Purchase' ELSE 'Usage' END
+    ELSE 'Usage'
   END AS x_category,
+  (sku.description ILIKE 'Commitment%') AS x_cud_fee,
   (sku.description ILIKE '%spot%' OR sku.description ILIKE '%preemptible%') AS x_spot,
   list_filter(system_labels, lambda l: l.key = 'compute.googleapis.com/machine_spec')[1].value AS x_machine
 FROM {raw}"""
@@ -184,8 +220,9 @@ FROM {raw}"""
             "billing_currency": "currency",
             "billing_period_start": start,
             "billing_period_end": end,
+            # FOCUS: InvoiceIssuerName == ProviderName unless a third party invoices.
             "invoice_issuer_name": "CASE WHEN transaction_type = 'THIRD_PARTY_RESELLER' "
-            "THEN COALESCE(seller_name, 'Google') ELSE 'Google' END",
+            "THEN COALESCE(seller_name, 'Google Cloud') ELSE 'Google Cloud' END",
             "provider_name": "'Google Cloud'",
             "publisher_name": "CASE WHEN transaction_type = 'THIRD_PARTY_AGENCY' "
             "THEN COALESCE(seller_name, 'Google Cloud') ELSE 'Google Cloud' END",
@@ -201,7 +238,9 @@ FROM {raw}"""
             "resource_name": "resource.name",
             "resource_type": r"regexp_extract(resource.global_name, '/([A-Za-z]+)/[^/]+$', 1)",
             "tags": "x_tags",
-            "invoice_id": "NULL",
+            # provisional invoice id (the export has none): one invoice per account and month
+            "invoice_id": "billing_account_id || '-' || invoice.month",
+            "service_subcategory": _case("service.description", SERVICE_SUBCATEGORIES, "'Other (Other)'"),
             "x_usage_type": "sku.description",
             "x_instance_type": "x_machine",
         }
@@ -220,8 +259,8 @@ FROM {raw}"""
             "charge_class": "CASE WHEN lower(cost_type) IN ('adjustment', 'rounding_error') "
             "AND adjustment_info.id IS NOT NULL THEN 'Correction' END",
             "charge_description": "COALESCE(adjustment_info.description, sku.description)",
-            "charge_frequency": "CASE x_category WHEN 'Usage' THEN 'Usage-Based' WHEN 'Purchase' THEN 'Recurring' "
-            "ELSE 'One-Time' END",
+            "charge_frequency": "CASE WHEN x_category = 'Usage' AND x_cud_fee THEN 'Recurring' "
+            "WHEN x_category = 'Usage' THEN 'Usage-Based' ELSE 'One-Time' END",
             "charge_period_start": "timezone('UTC', usage_start_time)",
             "charge_period_end": "timezone('UTC', usage_end_time)",
             "pricing_quantity": f"CASE WHEN {regular} THEN usage.amount_in_pricing_units END",
@@ -231,7 +270,7 @@ FROM {raw}"""
             "contracted_unit_price": f"CASE WHEN {regular} THEN price.effective_price END",
             "list_unit_price": f"CASE WHEN {regular} AND usage.amount_in_pricing_units > 0 "
             "THEN cost_at_list / usage.amount_in_pricing_units END",
-            "pricing_category": f"CASE WHEN NOT {regular} THEN NULL WHEN x_cud IS NOT NULL OR x_category = 'Purchase' "
+            "pricing_category": f"CASE WHEN NOT {regular} THEN NULL WHEN x_cud IS NOT NULL OR x_cud_fee "
             "THEN 'Committed' WHEN x_spot THEN 'Dynamic' ELSE 'Standard' END",
             "commitment_discount_category": "CASE x_cud.type WHEN 'COMMITTED_USAGE_DISCOUNT' THEN 'Usage' "
             "WHEN 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE' THEN 'Spend' END",

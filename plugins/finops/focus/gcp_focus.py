@@ -17,7 +17,7 @@ label beats a system label beats a tag beats a project label.
 
 from __future__ import annotations
 
-from finops.focus.gcp_billing import SERVICE_CATEGORIES, _case
+from finops.focus.gcp_billing import SERVICE_CATEGORIES, SERVICE_SUBCATEGORIES, _case
 from finops.focus.native_focus import NativeFocusConverter
 from finops.focus.projection import lineage, period_bounds_sql, select_list
 
@@ -37,10 +37,13 @@ class GcpFocusConverter(NativeFocusConverter):
     }
     fallbacks = {
         "billing_account_name": "NULLIF(trim(CAST(\"BillingAccountId\" AS VARCHAR)), '')",
-        "invoice_issuer_name": "'Google'",
+        "invoice_issuer_name": "NULLIF(trim(CAST(\"ProviderName\" AS VARCHAR)), '')",
         "provider_name": "'Google Cloud'",
         "publisher_name": "'Google Cloud'",
         "service_category": _case("\"ServiceName\"", SERVICE_CATEGORIES, "'Other'"),
+        "service_subcategory": _case("\"ServiceName\"", SERVICE_SUBCATEGORIES, "'Other (Other)'"),
+        "charge_frequency": "CASE lower(\"ChargeCategory\") WHEN 'usage' THEN 'Usage-Based' "
+        "WHEN 'purchase' THEN 'Recurring' ELSE 'One-Time' END",
     }
 
     def tags_sql(self) -> str:
@@ -64,6 +67,9 @@ class GcpFocusConverter(NativeFocusConverter):
         start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]
         cols = self.columns()
         cols["billing_period_start"], cols["billing_period_end"] = start, end
+        # provisional invoice id when the view has none: one invoice per account and month
+        month = ctx.billing_period.replace("-", "")  # type: ignore[attr-defined]
+        cols["invoice_id"] = f"COALESCE({cols['invoice_id']}, \"BillingAccountId\" || '-{month}')"
         shared = lineage(ctx, self.provider)
         credit = {
             **cols,

@@ -150,6 +150,7 @@ WHERE m1 > m0"""
             "charge_period_start": "hour_start",
             "charge_period_end": "hour_start + INTERVAL 1 HOUR",
             "invoice_issuer_name": "'Lambda'",
+            "invoice_id": f"COALESCE(account_name, 'lambda') || '-' || strftime({start}, '%Y%m')",
             "provider_name": "'Lambda'",
             "publisher_name": "'Lambda'",
             "service_category": "'Compute'",
