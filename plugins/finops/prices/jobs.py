@@ -55,7 +55,9 @@ def _aws_family(value: str) -> str:
 def _gcp_series(value: str) -> str:
     known = {t.split("-", 1)[0] for (p, t) in KNOWN_INSTANCES if p == "gcp"}
     if value not in known:
-        raise ValueError(f"not a GCP GPU machine series with known shapes ({', '.join(sorted(known))}): {value!r}")
+        raise ValueError(
+            f"not a GCP GPU machine series with known shapes ({', '.join(sorted(known))}): {value!r}"
+        )
     return value
 
 
