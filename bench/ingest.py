@@ -17,6 +17,7 @@ import resource
 import sys
 import tempfile
 import time
+from decimal import Decimal
 from pathlib import Path
 
 
@@ -142,20 +143,16 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--skip-pandas", action="store_true")
+    ap.add_argument("--data-dir", default=None,
+                    help="keep the generated month here and reuse it on later runs with the same --rows")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
-    from finops.demo.cur_generator import GenSpec, write_cur2_period
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="finops-bench-"))
-    t = time.perf_counter()
-    d = write_cur2_period(work / "export", GenSpec(PERIOD, rows=args.rows, seed=1))
-    path = str(work / "export" / d.data_keys[0])
-    size = Path(path).stat().st_size / 2**20
-    print(f"generated {d.totals.rows:,} rows ({size:.0f} MiB parquet) in {time.perf_counter() - t:.1f}s; "
-          f"expected billed {d.totals.billed_total}")
+    path, rows, billed = _generated(Path(args.data_dir) if args.data_dir else work / "export", args.rows)
+    print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     scan = _run(_scan, path)
     spine = _run(_spine, path, str(work / "home"))
-    rows = d.totals.rows
     print(f"{'path':<34}{'seconds':>9}{'rows/s':>14}{'peak RSS MB':>13}")
     print(f"{'DuckDB scan-only baseline':<34}{scan['seconds']:>9.2f}{rows / scan['seconds']:>14,.0f}{scan['rss_mb']:>13.0f}")
     print(f"{'spine: convert (CUR -> FOCUS)':<34}{spine['convert_s']:>9.2f}{rows / spine['convert_s']:>14,.0f}"
@@ -174,13 +171,33 @@ def main() -> None:
               f"spine total vs pandas: {pdr['seconds'] / spine['seconds']:.1f}x")
     print(f"spine convert vs scan baseline: {scan['seconds'] / spine['convert_s'] * 100:.0f}% of its rows/s; "
           f"total: {scan['seconds'] / spine['seconds'] * 100:.0f}%")
-    ok = spine["billed"] == spine["raw"] == str(d.totals.billed_total.quantize(spine_q(spine["billed"])))
+    ok = spine["billed"] == spine["raw"] == str(billed.quantize(spine_q(spine["billed"])))
     print(f"reconciled: {spine['billed']} (raw {spine['raw']}), valid={spine['valid']} {spine['failures']}, ok={ok}")
 
 
-def spine_q(s: str):
-    from decimal import Decimal
+def _generated(root: Path, rows: int) -> tuple[str, int, Decimal]:
+    """(data file, exact row count, exact billed total), generating only when not cached in root."""
+    import json
 
+    from finops.demo.cur_generator import GenSpec, write_cur2_period
+
+    meta = root / f"bench-{rows}.json"
+    if meta.exists():
+        m = json.loads(meta.read_text())
+        if Path(m["path"]).exists():
+            print(f"reusing {m['rows']:,} generated rows from {m['path']}")
+            return m["path"], m["rows"], Decimal(m["billed"])
+    t = time.perf_counter()
+    d = write_cur2_period(root / f"rows-{rows}", GenSpec(PERIOD, rows=rows, seed=1))
+    path = str(root / f"rows-{rows}" / d.data_keys[0])
+    size = Path(path).stat().st_size / 2**20
+    print(f"generated {d.totals.rows:,} rows ({size:.0f} MiB parquet) in {time.perf_counter() - t:.1f}s; "
+          f"expected billed {d.totals.billed_total}")
+    meta.write_text(json.dumps({"path": path, "rows": d.totals.rows, "billed": str(d.totals.billed_total)}))
+    return path, d.totals.rows, d.totals.billed_total
+
+
+def spine_q(s: str) -> Decimal:
     return Decimal(1).scaleb(-len(s.split(".")[1])) if "." in s else Decimal(1)
 
 

@@ -2,11 +2,17 @@
 
 DuckDB allows one writing process at a time; Airflow may run tasks in parallel processes,
 so opening retries on the file lock with backoff instead of failing the task.
+
+Memory is bounded: DuckDB's default limit is 80% of the machine's RAM, so a 10M-row partition
+load would take whatever it can. We set `memory_limit` (env FINOPS_DUCKDB_MEMORY_LIMIT, default
+1GB) and a spill folder under FINOPS_HOME/tmp, so big loads spill to disk instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -23,6 +29,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+DEFAULT_MEMORY_LIMIT = "1GB"
+
+
+def memory_limit() -> str:
+    """The DuckDB memory limit for FinOps connections (env FINOPS_DUCKDB_MEMORY_LIMIT)."""
+    return os.environ.get("FINOPS_DUCKDB_MEMORY_LIMIT", "").strip() or DEFAULT_MEMORY_LIMIT
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
 
 def _ident(name: str) -> str:
     """Quote an identifier that comes from our own code (never from user input)."""
@@ -36,6 +53,7 @@ class DuckDBWarehouse:
 
     def __init__(self, path: str | Path, lock_timeout_s: float = 120.0, read_only: bool = False):
         self.path = str(path)
+        self.read_only = read_only
         Path(self.path).parent.mkdir(parents=True, exist_ok=True) if self.path != ":memory:" else None
         deadline = time.monotonic() + lock_timeout_s
         delay = 0.05
@@ -49,6 +67,23 @@ class DuckDBWarehouse:
                 time.sleep(delay + random.random() * delay)
                 delay = min(delay * 2, 2.0)
         self.con.execute("SET TimeZone='UTC'")
+        self._limit_memory()
+
+    def _limit_memory(self) -> None:
+        """memory_limit + a spill folder under FINOPS_HOME/tmp.
+
+        Settings belong to the database instance, which DuckDB shares between connections to
+        one file in one process: the folder is per (process, file), so a second connection
+        sets the very same value, and instances never share spill files. DuckDB removes the
+        folder it created when the instance shuts down."""
+        self.con.execute(f"SET memory_limit = {_sql_str(memory_limit())}")
+        if self.path == ":memory:" or self.read_only:
+            return
+        from finops.paths import subdir
+
+        tag = hashlib.sha256(str(Path(self.path).resolve()).encode()).hexdigest()[:10]
+        spill = subdir("tmp") / f"duckdb-wh-{os.getpid()}-{tag}"
+        self.con.execute(f"SET temp_directory = {_sql_str(str(spill))}")
 
     # -- basics ----------------------------------------------------------------------
     def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
@@ -137,6 +172,20 @@ class DuckDBWarehouse:
             raise WarehouseError("replace_partition needs at least one partition key")
         where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
         files = [str(p) for p in parquet_files]
+        # Rows of a table have no order: without keeping file order DuckDB streams the files
+        # in parallel instead of buffering rows to restore it (less time, less RAM). The
+        # setting is per instance, so it is put back once the transaction is over.
+        prev = self.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
+        self.con.execute("SET preserve_insertion_order = false")
+        try:
+            inserted = self._replace(table, where, partition, files, log)
+        finally:
+            self.con.execute(f"SET preserve_insertion_order = {'true' if prev and prev[0] else 'false'}")
+        return inserted
+
+    def _replace(
+        self, table: str, where: str, partition: dict[str, Any], files: list[str], log: LoadLogEntry | None
+    ) -> int:
         self.con.execute("BEGIN")
         try:
             self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
@@ -144,11 +193,7 @@ class DuckDBWarehouse:
             if files:
                 # union_by_name: files of one delivery may differ in optional columns (missing -> NULL,
                 # and NOT NULL constraints still refuse a missing required column).
-                res = self.con.execute(
-                    f"INSERT INTO {_ident(table)} BY NAME SELECT * FROM read_parquet(?, union_by_name = true)",
-                    [files],
-                ).fetchone()
-                inserted = int(res[0]) if res else 0
+                inserted = self._bulk_insert(table, files)
             if log is not None:
                 log.row_count = inserted
                 self._insert_log(log)
@@ -159,6 +204,13 @@ class DuckDBWarehouse:
                 raise
             raise WarehouseError(f"replace_partition {table} {partition} failed: {e}") from e
         return inserted
+
+    def _bulk_insert(self, table: str, files: list[str]) -> int:
+        res = self.con.execute(
+            f"INSERT INTO {_ident(table)} BY NAME SELECT * FROM read_parquet(?, union_by_name = true)",
+            [files],
+        ).fetchone()
+        return int(res[0]) if res else 0
 
     def insert_arrow(self, table: str, data: pa.Table, dedup_keys: Sequence[str] | None = None) -> int:
         if data.num_rows == 0:
