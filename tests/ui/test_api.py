@@ -90,6 +90,17 @@ def test_static_path_traversal_refused(ui_client, ui_headers):
     assert ui_client.get("/static/vendor/chart.js.LICENSE.md", headers=ui_headers).status_code == 200
 
 
+def test_plugin_import_stays_light():
+    """Every Airflow component imports the plugin; only the api-server needs FastAPI for it."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from finops.ui.app import plugin_apps, plugin_external_views; plugin_apps(); "
+            "plugin_external_views(); print(sorted(m for m in sys.modules if m.startswith(('fastapi', 'finops.ui'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['finops.ui', 'finops.ui.app']", out
+
+
 def test_plugin_entries_match_airflow_schema():
     from airflow.api_fastapi.core_api.datamodels.plugins import ExternalViewResponse
 
@@ -100,7 +111,7 @@ def test_plugin_entries_match_airflow_schema():
     (view,) = plugin_external_views()
     parsed = ExternalViewResponse.model_validate(view)
     assert parsed.href == "/finops/" and parsed.destination == "nav" and parsed.url_route == "finops"
-    routes = {r.path: r.methods for r in app["app"].routes if hasattr(r, "methods")}
+    routes = {r.path: r.methods for r in app["app"].app.routes if hasattr(r, "methods")}
     assert all(m <= {"GET", "HEAD"} for m in routes.values()), routes
 
 

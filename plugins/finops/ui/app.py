@@ -2,78 +2,54 @@
 
 Every route, the HTML page and the static assets included, depends on finops.ui.auth
 (plugin apps get no Airflow auth by default). GET only: the view never changes anything.
+
+Every Airflow component imports the plugin, only the api-server serves it: `plugin_apps()`
+hands Airflow a tiny ASGI wrapper that builds the FastAPI app on its first request, so the
+scheduler, workers and DAG processor never import FastAPI or this package's UI code for it.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
-
-from finops.ui.auth import LoginRedirect, require_access
+if TYPE_CHECKING:
+    from fastapi import FastAPI
 
 URL_PREFIX = "/finops"
-STATIC = Path(__file__).parent / "static"
-
-_MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".md": "text/plain",
-          ".svg": "image/svg+xml"}
-_SECURITY_HEADERS = {
-    # Same-origin only: the Airflow UI shows the page in an iframe of the same origin.
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
-                               "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "same-origin",
-    "Cache-Control": "no-store",
-}
 
 
 def create_app() -> FastAPI:
-    from finops.ui.api import router
+    from finops.ui.server import create_app as build
 
-    app = FastAPI(title="FinOps", description="FinOps view of the airflow-finops warehouse (read-only)",
-                  dependencies=[Depends(require_access)], docs_url=None, redoc_url=None, openapi_url=None)
+    return build()
 
-    @app.exception_handler(LoginRedirect)
-    async def _login(request: Request, exc: LoginRedirect) -> RedirectResponse:
-        return RedirectResponse(exc.url, status_code=303)
 
-    @app.middleware("http")
-    async def _headers(request: Request, call_next: Any) -> Any:
-        if request.method not in ("GET", "HEAD"):
-            return JSONResponse({"detail": "the FinOps view is read-only"}, status_code=405,
-                                headers={"Allow": "GET, HEAD"})
-        response = await call_next(request)
-        for k, v in _SECURITY_HEADERS.items():
-            response.headers.setdefault(k, v)
-        return response
+class LazyApp:
+    """An ASGI app that builds `create_app()` on first use (see the module docstring)."""
 
-    @app.get("/", include_in_schema=False)
-    def index() -> FileResponse:
-        return FileResponse(STATIC / "index.html", media_type="text/html")
+    def __init__(self) -> None:
+        self._app: FastAPI | None = None
+        self._lock = threading.Lock()
 
-    @app.get("/api/me")
-    def me(request: Request) -> dict[str, Any]:
-        user = request.state.finops_user
-        return {"name": user.get_name(), "id": user.get_id()}
+    @property
+    def app(self) -> FastAPI:
+        if self._app is None:
+            with self._lock:
+                if self._app is None:
+                    self._app = create_app()
+        return self._app
 
-    @app.get("/static/{path:path}", include_in_schema=False)
-    def static(path: str) -> FileResponse:
-        # A route, not app.mount(StaticFiles): app-level dependencies (the login) skip mounts.
-        root = STATIC.resolve()
-        f = (root / path).resolve()
-        if not f.is_file() or root not in f.parents:
-            raise HTTPException(404, "not found")
-        return FileResponse(f, media_type=_MEDIA.get(f.suffix, "application/octet-stream"))
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
 
-    app.include_router(router)
-    return app
+    def __repr__(self) -> str:
+        return "finops.ui.app.create_app (built on first request)"
 
 
 def plugin_apps() -> list[dict]:
     """`fastapi_apps` entries of the Airflow plugin."""
-    return [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "FinOps"}]
+    return [{"app": LazyApp(), "url_prefix": URL_PREFIX, "name": "FinOps"}]
 
 
 def plugin_external_views() -> list[dict]:

@@ -1,0 +1,67 @@
+"""Builds the FinOps FastAPI app (imported only by the api-server, on the first request)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
+
+from finops.ui.api import router
+from finops.ui.auth import LoginRedirect, require_access
+
+STATIC = Path(__file__).parent / "static"
+
+_MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".md": "text/plain",
+          ".svg": "image/svg+xml"}
+_SECURITY_HEADERS = {
+    # Same-origin only: the Airflow UI shows the page in an iframe of the same origin.
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def create_app() -> FastAPI:
+    app = FastAPI(title="FinOps", description="FinOps view of the airflow-finops warehouse (read-only)",
+                  dependencies=[Depends(require_access)], docs_url=None, redoc_url=None, openapi_url=None)
+
+    @app.exception_handler(LoginRedirect)
+    async def _login(request: Request, exc: LoginRedirect) -> RedirectResponse:
+        return RedirectResponse(exc.url, status_code=303)
+
+    @app.middleware("http")
+    async def _headers(request: Request, call_next: Any) -> Any:
+        if request.method not in ("GET", "HEAD"):
+            return JSONResponse({"detail": "the FinOps view is read-only"}, status_code=405,
+                                headers={"Allow": "GET, HEAD"})
+        response = await call_next(request)
+        for k, v in _SECURITY_HEADERS.items():
+            response.headers.setdefault(k, v)
+        return response
+
+    @app.get("/", include_in_schema=False)
+    def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    @app.get("/api/me")
+    def me(request: Request) -> dict[str, Any]:
+        user = request.state.finops_user
+        return {"name": user.get_name(), "id": user.get_id()}
+
+    @app.get("/static/{path:path}", include_in_schema=False)
+    def static(path: str) -> FileResponse:
+        # A route, not app.mount(StaticFiles): app-level dependencies (the login) skip mounts.
+        root = STATIC.resolve()
+        f = (root / path).resolve()
+        if not f.is_file() or root not in f.parents:
+            raise HTTPException(404, "not found")
+        return FileResponse(f, media_type=_MEDIA.get(f.suffix, "application/octet-stream"))
+
+    app.include_router(router)
+    return app
+
+
