@@ -49,10 +49,10 @@ def test_e2e_two_periods_reconcile_to_the_cent(duckdb_wh, awsb_bucket, awsb_sour
     for period, d in delivered.items():
         entry = _load(duckdb_wh, awsb_bucket, src, period)
         assert entry.status == "loaded", entry.message
-        assert entry.row_count == d.totals.rows
+        assert entry.row_count == d.totals.focus_rows
         assert entry.raw_billed_total == entry.focus_billed_total == d.totals.billed_total  # exact
         n, billed, eff = _partition(duckdb_wh, period)
-        assert n == d.totals.rows
+        assert n == d.totals.focus_rows
         assert billed.quantize(CENT) == d.totals.billed_total.quantize(CENT)
         assert billed == d.totals.billed_total and eff == d.totals.effective_total  # exact, amortised too
         assert expected_totals(GenSpec(period, rows=3000, seed=7)).billed == d.totals.billed
@@ -92,7 +92,7 @@ def test_restatement_replaces_without_double_counting(duckdb_wh, awsb_bucket, aw
     assert new.totals.billed != old.totals.billed
     entry = _load(duckdb_wh, awsb_bucket, src, "2025-04")
     assert entry.status == "loaded" and entry.assembly_id == new.execution_id
-    assert _partition(duckdb_wh, "2025-04") == (new.totals.rows, new.totals.billed_total, new.totals.effective_total)
+    assert _partition(duckdb_wh, "2025-04") == (new.totals.focus_rows, new.totals.billed_total, new.totals.effective_total)
     assert _partition(duckdb_wh, "2025-05")[1] == other.totals.billed_total  # other partition untouched
     ids = {r[0] for r in duckdb_wh.query("SELECT DISTINCT x_load_id FROM focus_costs WHERE x_billing_period = '2025-04'")}
     assert ids == {entry.load_id}
@@ -113,7 +113,7 @@ def test_bad_delivery_is_quarantined_and_loaded_data_kept(duckdb_wh, awsb_bucket
     qdir = Path(entry.quarantine_path or "")
     assert qdir.is_relative_to(finops_home / "quarantine" / "main-payer" / "2025-06")
     assert any(p.suffix == ".parquet" for p in qdir.rglob("*"))
-    assert _partition(duckdb_wh, "2025-06") == (good.totals.rows, good.totals.billed_total, good.totals.effective_total)
+    assert _partition(duckdb_wh, "2025-06") == (good.totals.focus_rows, good.totals.billed_total, good.totals.effective_total)
     assert [a.kind for a in alerts] == ["validation_failed"] and alerts[0].facts["billing_period"] == "2025-06"
     log = duckdb_wh.query("SELECT status, quarantine_path FROM load_log WHERE billing_period = '2025-06' ORDER BY finished_at")
     assert [r[0] for r in log] == ["loaded", "quarantined"] and log[1][1] == str(qdir)
@@ -163,7 +163,7 @@ def test_legacy_csv_e2e(duckdb_wh, awsb_bucket, awsb_source, awsb_deliver):
     d = awsb_deliver(GenSpec("2025-08", rows=900, seed=8), prefix="cur/finops-cur", fmt="csv")
     entry = _load(duckdb_wh, awsb_bucket, awsb_source(fmt="cur_legacy", prefix="cur/finops-cur"), "2025-08")
     assert entry.status == "loaded", entry.message
-    assert _partition(duckdb_wh, "2025-08") == (d.totals.rows, d.totals.billed_total, d.totals.effective_total)
+    assert _partition(duckdb_wh, "2025-08") == (d.totals.focus_rows, d.totals.billed_total, d.totals.effective_total)
 
 
 def test_empty_manifest_leaves_partition(duckdb_wh):
@@ -187,4 +187,4 @@ def test_e2e_postgres_idempotent_and_restated(pg_wh, awsb_bucket, awsb_source, a
     time.sleep(1.1)
     new = awsb_deliver(GenSpec("2025-10", rows=750, seed=10, restatement=1))
     assert _load(pg_wh, awsb_bucket, src, "2025-10").status == "loaded"
-    assert _partition(pg_wh, "2025-10") == (new.totals.rows, new.totals.billed_total, new.totals.effective_total)
+    assert _partition(pg_wh, "2025-10") == (new.totals.focus_rows, new.totals.billed_total, new.totals.effective_total)

@@ -1,6 +1,13 @@
 """`finops export focus`: the warehouse's FOCUS rows under the spec's own column names
 (BilledCost, ChargePeriodStart, ...; our extension columns keep their x_ prefix, which FOCUS
-reserves for custom columns), as parquet or CSV, ready for the FinOps Foundation validator."""
+reserves for custom columns), as parquet or CSV, ready for the FinOps Foundation validator.
+
+InvoiceId stays in: focus-validator 2.2.1 (rules model 1.2.0.1) checks InvoiceId-C-004-C
+("MUST be null") and InvoiceId-C-005-C ("MUST NOT be null") both WITHOUT their conditions, so
+a filled column always fails exactly C-004-C (1 rule), and leaving the column out fails 7
+(CostAndUsage-D-033-O, InvoiceId-C-000..005). That one failure is the validator's, not ours.
+Validate parquet, not CSV: CSV makes the validator guess types (account ids become numbers).
+See docs/focus-validator.md."""
 
 from __future__ import annotations
 

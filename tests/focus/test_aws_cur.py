@@ -52,7 +52,12 @@ def write_cur(path: Path, rows: list[dict[str, Any]]) -> Path:
 
 
 def by_type(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {r["x_charge_type"]: r for r in rows}
+    """Row per raw line-item type (a commitment fee line's Purchase row; its Unused row is left out)."""
+    return {r["x_charge_type"]: r for r in rows if r["commitment_discount_status"] != "Unused" or r["charge_category"] != "Usage"}
+
+
+def unused_rows(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["x_charge_type"]: r for r in rows if r["commitment_discount_status"] == "Unused"}
 
 
 @pytest.fixture
@@ -98,7 +103,7 @@ def every_type(tmp_path) -> Path:
 
 def test_every_line_item_type_hand_checked(every_type, finops_home, tmp_path):
     res, rows = convert(Cur2Converter(), [every_type], provider="aws", period="2025-03", tmp=tmp_path)
-    assert res.row_count == 13
+    assert res.row_count == 13 + 2  # 13 raw lines; SP recurring fee and RIFee each add an Unused usage row
     assert res.raw_billed_total == res.focus_billed_total == D("8681.6842")  # 98.32 + 0.4242 + 98.32 - 98.32 + 100 + 5000 + 500 + 3000 + 12.34 - 25 - 3.5 - 0.9
     assert set(rows[0]) == set(snake_names())
     usage = rows[0]
@@ -133,8 +138,16 @@ def test_every_line_item_type_hand_checked(every_type, finops_home, tmp_path):
         D("-98.32"), D("0"), D("0"), "Usage")
     rec = t["SavingsPlanRecurringFee"]
     assert (rec["billed_cost"], rec["effective_cost"], rec["charge_category"], rec["charge_frequency"]) == (
-        D("100"), D("29.2096"), "Purchase", "Recurring")
-    assert rec["commitment_discount_status"] == "Unused" and rec["resource_id"] is None
+        D("100"), D("0"), "Purchase", "Recurring")
+    assert rec["commitment_discount_status"] is None and rec["resource_id"] is None
+    assert rec["commitment_discount_quantity"] == D("100") and rec["pricing_unit"] == "Hours"
+    u = unused_rows(rows)
+    assert set(u) == {"SavingsPlanRecurringFee", "RIFee"}
+    rec_u = u["SavingsPlanRecurringFee"]
+    assert (rec_u["billed_cost"], rec_u["effective_cost"], rec_u["list_cost"], rec_u["contracted_cost"]) == (
+        D("0"), D("29.2096"), D("0"), D("0"))
+    assert (rec_u["charge_category"], rec_u["commitment_discount_id"], rec_u["commitment_discount_quantity"],
+            rec_u["consumed_quantity"], rec_u["pricing_category"]) == ("Usage", SP, D("29.2096"), None, "Committed")
     up = t["SavingsPlanUpfrontFee"]
     assert (up["billed_cost"], up["effective_cost"], up["charge_category"], up["charge_frequency"]) == (
         D("5000"), D("0"), "Purchase", "One-Time")
@@ -143,8 +156,11 @@ def test_every_line_item_type_hand_checked(every_type, finops_home, tmp_path):
     assert (ri["commitment_discount_id"], ri["commitment_discount_type"], ri["commitment_discount_category"],
             ri["commitment_discount_status"], ri["commitment_discount_unit"]) == (RI, "Reserved Instance", "Usage", "Used", "Hours")
     rif = t["RIFee"]
-    assert (rif["billed_cost"], rif["effective_cost"], rif["commitment_discount_status"]) == (D("500"), D("19.75"), "Unused")
-    assert rif["commitment_discount_quantity"] == D("24")
+    assert (rif["billed_cost"], rif["effective_cost"], rif["charge_category"]) == (D("500"), D("0"), "Purchase")
+    rif_u = u["RIFee"]
+    assert (rif_u["billed_cost"], rif_u["effective_cost"], rif_u["commitment_discount_status"]) == (D("0"), D("19.75"), "Unused")
+    assert rif_u["commitment_discount_quantity"] == D("24") and rif_u["charge_category"] == "Usage"
+    assert rif_u["commitment_discount_unit"] == "Hours" and rif_u["consumed_unit"] is None
     fee = t["Fee"]
     assert (fee["billed_cost"], fee["effective_cost"], fee["charge_category"], fee["commitment_discount_id"]) == (
         D("3000"), D("0"), "Purchase", RI)

@@ -132,6 +132,14 @@ class PeriodTotals:
     def effective_total(self) -> Decimal:
         return Decimal(self.effective) * UNIT
 
+    @property
+    def focus_rows(self) -> int:
+        """FOCUS rows these raw lines become: each commitment fee line (SavingsPlanRecurringFee,
+        RIFee) is a Purchase row plus an Unused usage row (see finops.focus.aws_cur)."""
+        from finops.focus.aws_cur import COMMITMENT_FEES
+
+        return self.rows + sum(self.rows_by_type.get(t, 0) for t in COMMITMENT_FEES)
+
     def add(self, line_type: str, billed: int, effective: int, rows: int = 1) -> None:
         self.rows += rows
         self.billed += billed

@@ -7,8 +7,18 @@ names (`line_item_unblended_cost`, a `resource_tags` MAP) by `normalize_sql`.
 
 Money rules (DESIGN.md §5): BilledCost = line_item_unblended_cost on every row (the
 invoice); EffectiveCost is amortised (SP covered usage -> SP effective cost, negation and
-upfront fees -> 0, SP recurring fee -> unused commitment, RI discounted usage -> reservation
-effective cost, RIFee -> unused RI, RI upfront Fee -> 0, everything else -> unblended).
+upfront fees -> 0, RI discounted usage -> reservation effective cost, RI upfront Fee -> 0,
+everything else -> unblended).
+
+Commitment fee lines (SavingsPlanRecurringFee, RIFee) become TWO FOCUS rows, as FOCUS 1.2
+models unused commitment: a `Purchase` row (BilledCost = the fee, EffectiveCost 0: FOCUS and
+its validator want EffectiveCost 0 on purchases) and a `Usage` row with
+CommitmentDiscountStatus `Unused` (BilledCost 0, EffectiveCost = the unused commitment). Both
+totals are unchanged; a period therefore has one more FOCUS row per commitment fee line than
+raw rows. ProviderName = PublisherName = InvoiceIssuerName = "AWS" (as AWS's own FOCUS export;
+the validator wants BilledCost 0 whenever ProviderName differs from InvoiceIssuerName).
+Each ServiceName has exactly one ServiceCategory and ServiceSubcategory (EBS and data
+transfer get their own ServiceName). See docs/focus-validator.md.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from finops.focus.units import unit_sql
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
@@ -64,9 +75,11 @@ TIMESTAMPS = (
 
 SP_TYPES = ("SavingsPlanCoveredUsage", "SavingsPlanNegation", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
 RI_TYPES = ("DiscountedUsage", "RIFee")
+COMMITMENT_FEES = ("SavingsPlanRecurringFee", "RIFee")  # each -> a Purchase row + an Unused Usage row
 
 SERVICE_NAMES = {
     "AmazonEC2": "Amazon Elastic Compute Cloud",
+    "AmazonEBS": "Amazon Elastic Block Store",  # EC2 EBS lines (own service key, see _svc_key)
     "AmazonS3": "Amazon Simple Storage Service",
     "AWSDataTransfer": "AWS Data Transfer",
     "AmazonSageMaker": "Amazon SageMaker",
@@ -92,31 +105,37 @@ SERVICE_NAMES = {
     "AWSGlue": "AWS Glue",
     "AmazonKinesis": "Amazon Kinesis",
 }
-SERVICE_CATEGORIES = {
-    "AmazonEC2": "Compute",
-    "AmazonEKS": "Compute",
-    "AmazonECS": "Compute",
-    "AWSLambda": "Compute",
-    "ComputeSavingsPlans": "Compute",
-    "AmazonS3": "Storage",
-    "AmazonEFS": "Storage",
-    "AmazonFSx": "Storage",
-    "AWSBackup": "Storage",
-    "AWSDataTransfer": "Networking",
-    "AmazonVPC": "Networking",
-    "AmazonCloudFront": "Networking",
-    "AmazonRoute53": "Networking",
-    "AWSELB": "Networking",
-    "AmazonSageMaker": "AI and Machine Learning",
-    "AmazonBedrock": "AI and Machine Learning",
-    "AmazonRDS": "Databases",
-    "AmazonDynamoDB": "Databases",
-    "AmazonRedshift": "Analytics",
-    "AmazonAthena": "Analytics",
-    "AWSGlue": "Analytics",
-    "AmazonKinesis": "Analytics",
-    "AmazonCloudWatch": "Management and Governance",
+# service key -> (ServiceCategory, ServiceSubcategory); FOCUS 1.2 allows one of each per ServiceName.
+SERVICE_CLASSES: dict[str, tuple[str, str]] = {
+    "AmazonEC2": ("Compute", "Virtual Machines"),
+    "AmazonEKS": ("Compute", "Containers"),
+    "AmazonECS": ("Compute", "Containers"),
+    "AWSLambda": ("Compute", "Serverless Compute"),
+    "ComputeSavingsPlans": ("Compute", "Other (Compute)"),
+    "AmazonEBS": ("Storage", "Block Storage"),
+    "AmazonS3": ("Storage", "Object Storage"),
+    "AmazonEFS": ("Storage", "File Storage"),
+    "AmazonFSx": ("Storage", "File Storage"),
+    "AWSBackup": ("Storage", "Backup Storage"),
+    "AWSDataTransfer": ("Networking", "Network Connectivity"),
+    "AmazonVPC": ("Networking", "Network Infrastructure"),
+    "AmazonCloudFront": ("Networking", "Content Delivery"),
+    "AmazonRoute53": ("Networking", "Network Routing"),
+    "AWSELB": ("Networking", "Application Networking"),
+    "AmazonSageMaker": ("AI and Machine Learning", "Machine Learning"),
+    "AmazonBedrock": ("AI and Machine Learning", "Generative AI"),
+    "AmazonRDS": ("Databases", "Relational Databases"),
+    "AmazonDynamoDB": ("Databases", "NoSQL Databases"),
+    "AmazonRedshift": ("Databases", "Data Warehouses"),
+    "AmazonAthena": ("Analytics", "Analytics Platforms"),
+    "AWSGlue": ("Analytics", "Data Processing"),
+    "AmazonKinesis": ("Analytics", "Streaming Analytics"),
+    "AmazonCloudWatch": ("Management and Governance", "Observability"),
+    "AWSSupportBusiness": ("Management and Governance", "Support"),
+    "AWSSupportEnterprise": ("Management and Governance", "Support"),
 }
+SERVICE_CATEGORIES = {k: v[0] for k, v in SERVICE_CLASSES.items()}
+SERVICE_SUBCATEGORIES = {k: v[1] for k, v in SERVICE_CLASSES.items()}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -249,21 +268,31 @@ SELECT
   {cr_status} AS cr_status,
   {tags} AS tags_json
 FROM {raw}"""
+    # service key: data transfer and EC2 EBS lines are services of their own, so each
+    # ServiceName keeps exactly one ServiceCategory / ServiceSubcategory.
+    svc_key = """CASE
+    WHEN usage_type LIKE '%DataTransfer%' OR usage_type LIKE '%-Bytes%' OR product_family = 'Data Transfer'
+      THEN 'AWSDataTransfer'
+    WHEN product_code = 'AmazonEC2' AND (usage_type LIKE '%EBS:%' OR product_family = 'Storage') THEN 'AmazonEBS'
+    ELSE product_code END"""
 
     usage_like = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation", "BundledDiscount")
     charge_category = f"""CASE
+    WHEN unused THEN 'Usage'
     WHEN lit = 'Tax' THEN 'Tax'
     WHEN lit = 'Credit' THEN 'Credit'
     WHEN lit = 'Refund' THEN 'Adjustment'
     WHEN {_when_in('lit', ('Fee', 'RIFee', 'SavingsPlanUpfrontFee', 'SavingsPlanRecurringFee'))} THEN 'Purchase'
     WHEN {_when_in('lit', usage_like)} OR lit LIKE '%Discount' THEN 'Usage'
     ELSE 'Adjustment' END"""
+    # `unused` row of a commitment fee line: the unused commitment; its Purchase row: 0.
     effective = """CASE
+    WHEN unused THEN CASE lit
+        WHEN 'SavingsPlanRecurringFee' THEN COALESCE(sp_total_commitment - sp_used_commitment, unblended)
+        ELSE COALESCE(ri_unused_upfront, 0) + COALESCE(ri_unused_recurring, 0) END
     WHEN lit = 'SavingsPlanCoveredUsage' THEN COALESCE(sp_effective, 0)
-    WHEN lit IN ('SavingsPlanNegation', 'SavingsPlanUpfrontFee') THEN 0
-    WHEN lit = 'SavingsPlanRecurringFee' THEN COALESCE(sp_total_commitment - sp_used_commitment, unblended)
+    WHEN lit IN ('SavingsPlanNegation', 'SavingsPlanUpfrontFee', 'SavingsPlanRecurringFee', 'RIFee') THEN 0
     WHEN lit = 'DiscountedUsage' THEN COALESCE(ri_effective, 0)
-    WHEN lit = 'RIFee' THEN COALESCE(ri_unused_upfront, 0) + COALESCE(ri_unused_recurring, 0)
     WHEN lit = 'Fee' AND ri_arn IS NOT NULL THEN 0
     ELSE unblended END"""
     is_spot = "(usage_type LIKE '%SpotUsage%')"
@@ -277,25 +306,27 @@ FROM {raw}"""
     cd_id = f"""CASE
     WHEN {_when_in('lit', SP_TYPES)} THEN sp_arn
     WHEN {_when_in('lit', RI_TYPES)} OR (lit = 'Fee' AND ri_arn IS NOT NULL) THEN ri_arn END"""
-    service_category = f"""CASE
-    WHEN usage_type LIKE '%DataTransfer%' OR usage_type LIKE '%-Bytes%' OR product_family = 'Data Transfer' THEN 'Networking'
-    WHEN product_code = 'AmazonEC2' AND (usage_type LIKE '%EBS:%' OR product_family = 'Storage') THEN 'Storage'
-    ELSE {_case_map('product_code', SERVICE_CATEGORIES, "'Other'")} END"""
-    service_name = _case_map("product_code", SERVICE_NAMES, "COALESCE(product_code, 'Unknown')")
+    service_category = _case_map("svc", SERVICE_CATEGORIES, "'Other'")
+    service_subcategory = _case_map("svc", SERVICE_SUBCATEGORIES, "'Other (Other)'")
+    service_name = _case_map("svc", SERVICE_NAMES, "COALESCE(svc, 'Unknown')")
     frequency = f"""CASE
-    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee', 'Tax'))} THEN 'Recurring'
+    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee', 'Tax'))} AND NOT unused THEN 'Recurring'
     WHEN {_when_in('lit', ('Fee', 'SavingsPlanUpfrontFee', 'Credit', 'Refund'))} OR bill_type IN ('Purchase', 'Refund') THEN 'One-Time'
     ELSE 'Usage-Based' END"""
     usage_cat = "cc = 'Usage'"
     same_ccy = "(pricing_currency IS NULL OR pricing_currency = currency)"
 
     return f"""
-WITH b AS ({base}
+WITH b0 AS ({base}
+), b AS (  -- commitment fee lines twice: their Purchase row, then their Unused usage row
+SELECT *, unnest(CASE WHEN {_when_in('lit', COMMITMENT_FEES)} THEN [false, true] ELSE [false] END) AS unused,
+  {svc_key} AS svc
+FROM b0
 ), f AS (
 SELECT *, {charge_category} AS cc, ({effective}) AS eff FROM b
 )
 SELECT
-  unblended AS billed_cost,
+  CASE WHEN unused THEN 0 ELSE unblended END AS billed_cost,
   payer_id AS billing_account_id,
   payer_name AS billing_account_name,
   currency AS billing_currency,
@@ -306,23 +337,24 @@ SELECT
   description AS charge_description,
   cp_start AS charge_period_start,
   cp_end AS charge_period_end,
-  COALESCE(net_unblended, unblended) AS contracted_cost,
+  CASE WHEN unused THEN 0 ELSE COALESCE(net_unblended, unblended) END AS contracted_cost,
   eff AS effective_cost,
-  COALESCE(invoicing_entity, 'Amazon Web Services, Inc.') AS invoice_issuer_name,
+  'AWS' AS invoice_issuer_name,
   CASE
-    WHEN lit = 'SavingsPlanNegation' THEN 0
+    WHEN unused OR lit = 'SavingsPlanNegation' THEN 0
     WHEN {_when_in('lit', ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage'))} THEN COALESCE(public_od_cost, unblended)
     ELSE unblended END AS list_cost,
   CASE WHEN cc IN ('Usage', 'Purchase') THEN usage_amount END AS pricing_quantity,
-  CASE WHEN cc IN ('Usage', 'Purchase') THEN pricing_unit END AS pricing_unit,
+  CASE WHEN cc IN ('Usage', 'Purchase') AND usage_amount IS NOT NULL THEN COALESCE({unit_sql('pricing_unit')}, 'Units') END
+    AS pricing_unit,
   'AWS' AS provider_name,
   CASE WHEN billing_entity = 'AWS Marketplace' THEN COALESCE(legal_entity, 'AWS Marketplace') ELSE 'AWS' END AS publisher_name,
   {service_category} AS service_category,
+  {service_subcategory} AS service_subcategory,
   {service_name} AS service_name,
   az AS availability_zone,
   {frequency} AS charge_frequency,
   invoice_id AS invoice_id,
-  CAST(NULL AS VARCHAR) AS service_subcategory,
   CAST(NULL AS VARCHAR) AS billing_account_type,
   cr_id AS capacity_reservation_id,
   cr_status AS capacity_reservation_status,
@@ -333,28 +365,34 @@ SELECT
   CAST(NULL AS VARCHAR) AS commitment_discount_name,
   CASE
     WHEN lit = 'SavingsPlanCoveredUsage' THEN sp_effective
-    WHEN lit = 'SavingsPlanRecurringFee' THEN sp_total_commitment - sp_used_commitment
+    WHEN lit = 'SavingsPlanRecurringFee' AND unused THEN sp_total_commitment - sp_used_commitment
+    WHEN lit = 'SavingsPlanRecurringFee' THEN sp_total_commitment
     WHEN lit = 'DiscountedUsage' THEN usage_amount
-    WHEN lit = 'RIFee' THEN ri_unused_quantity END AS commitment_discount_quantity,
+    WHEN lit = 'RIFee' AND unused THEN ri_unused_quantity
+    WHEN lit = 'RIFee' THEN usage_amount END AS commitment_discount_quantity,
   CASE
     WHEN ({_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL) THEN currency
     WHEN ({_when_in('lit', RI_TYPES)} AND ri_arn IS NOT NULL) THEN 'Hours' END AS commitment_discount_unit,
   CASE
     WHEN {_when_in('lit', ('DiscountedUsage', 'SavingsPlanCoveredUsage', 'SavingsPlanNegation'))} THEN 'Used'
-    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee'))} THEN 'Unused' END AS commitment_discount_status,
+    WHEN unused THEN 'Unused' END AS commitment_discount_status,
   CASE WHEN {_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Savings Plan'
        WHEN ({_when_in('lit', RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Reserved Instance' END
     AS commitment_discount_type,
-  CASE WHEN {usage_cat} THEN usage_amount END AS consumed_quantity,
-  CASE WHEN {usage_cat} THEN pricing_unit END AS consumed_unit,
-  CASE WHEN cc IN ('Usage', 'Purchase') THEN COALESCE(net_unblended_rate, unblended_rate) END AS contracted_unit_price,
-  CASE WHEN cc IN ('Usage', 'Purchase') THEN public_od_rate END AS list_unit_price,
+  CASE WHEN {usage_cat} AND NOT unused THEN usage_amount END AS consumed_quantity,
+  CASE WHEN {usage_cat} AND NOT unused AND usage_amount IS NOT NULL THEN COALESCE({unit_sql('pricing_unit')}, 'Units') END
+    AS consumed_unit,
+  CASE WHEN unused THEN 0 WHEN cc IN ('Usage', 'Purchase') THEN COALESCE(net_unblended_rate, unblended_rate) END
+    AS contracted_unit_price,
+  CASE WHEN unused THEN 0 WHEN cc IN ('Usage', 'Purchase') THEN public_od_rate END AS list_unit_price,
   {pricing_category} AS pricing_category,
   COALESCE(pricing_currency, currency) AS pricing_currency,
-  CASE WHEN {same_ccy} AND cc IN ('Usage', 'Purchase') THEN COALESCE(net_unblended_rate, unblended_rate) END
+  CASE WHEN {same_ccy} AND unused THEN 0
+       WHEN {same_ccy} AND cc IN ('Usage', 'Purchase') THEN COALESCE(net_unblended_rate, unblended_rate) END
     AS pricing_currency_contracted_unit_price,
   CASE WHEN {same_ccy} THEN eff END AS pricing_currency_effective_cost,
-  CASE WHEN {same_ccy} AND cc IN ('Usage', 'Purchase') THEN public_od_rate END AS pricing_currency_list_unit_price,
+  CASE WHEN {same_ccy} AND unused THEN 0
+       WHEN {same_ccy} AND cc IN ('Usage', 'Purchase') THEN public_od_rate END AS pricing_currency_list_unit_price,
   region_code AS region_id,
   region_name AS region_name,
   resource_id AS resource_id,
