@@ -98,10 +98,9 @@ def main() -> None:
     start = date(2025, 1, 1)
     end = start + timedelta(days=args.days)
     path = home / "warehouse.duckdb"
-    fresh = not path.exists()
     wh = DuckDBWarehouse(path)
     wh.migrate()
-    if fresh:
+    if not wh.query("SELECT COUNT(*) FROM focus_costs")[0][0]:  # a kept warehouse is reused
         t = time.perf_counter()
         generate(wh, args.days, args.rows_per_day, start)
         print(f"generated {args.days * args.rows_per_day:,} focus_costs rows in {time.perf_counter() - t:.1f} s")
