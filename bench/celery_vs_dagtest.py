@@ -1,0 +1,363 @@
+"""One generated CUR 2.0 month (moto S3 -> FOCUS -> PostgreSQL warehouse), loaded three ways:
+
+1. `spine`   - the load_partition work called in one fresh process, no Airflow around it,
+               timed stage by stage (imports, S3 download, DuckDB conversion, GX import,
+               validation, PostgreSQL COPY): where the time of a load goes;
+2. `dagtest` - `finops_billing_aws` through Airflow's `dag.test()` (SQLite metadata DB, tasks
+               in-process), as the demo and most tests run it;
+3. `celery`  - the same DAG on the real CeleryExecutor topology (PostgreSQL metadata DB,
+               Redis, api-server, scheduler, dag-processor, triggerer, one worker: the
+               process set of tests/integration/airflow_topology.py), triggered through the
+               REST API; per-task queue / run times from the API and the task log.
+
+Each mode loads into its own fresh warehouse schema and is checked against the generator's
+invoice total to the cent. Needs PostgreSQL (127.0.0.1:5432, or FINOPS_TEST_PG_DSN) and Redis.
+
+    .venv/bin/python bench/celery_vs_dagtest.py                    # 1M rows
+    .venv/bin/python bench/celery_vs_dagtest.py --rows 10000000    # the issue's size (RAM / time)
+    .venv/bin/python bench/celery_vs_dagtest.py --modes spine,celery --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.integration.* (the topology helpers)
+
+PERIOD = "2026-10"
+SOURCE = "bench-payer"
+BUCKET = "bench-billing"
+PREFIX = "exports/bench"
+PG_DSN = os.environ.get("FINOPS_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
+REDIS_URL = os.environ.get("FINOPS_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
+CENT = Decimal("0.01")
+
+
+def _load_avg() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _write_config(path: Path, endpoint: str, schema: str) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump({
+        "warehouse": {"conn_id": "finops_warehouse", "schema": schema},
+        "sources": {"aws": [{"name": SOURCE, "conn_id": "aws_default", "bucket": BUCKET, "prefix": PREFIX,
+                             "format": "cur2"}]},
+    }))
+    return path
+
+
+def _conn_env(endpoint: str) -> dict[str, str]:
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(PG_DSN)
+    wh = {"conn_type": "postgres", "host": info.get("host", "127.0.0.1"), "port": int(info.get("port", 5432)),
+          "login": info.get("user", "postgres"), "schema": info.get("dbname", "test")}
+    if info.get("password"):
+        wh["password"] = info["password"]
+    aws = {"conn_type": "aws", "login": "bench", "password": "bench",
+           "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+    return {"AIRFLOW_CONN_FINOPS_WAREHOUSE": json.dumps(wh), "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws),
+            "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def _warehouse_total(schema: str) -> tuple[int, Decimal]:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        n, billed = conn.execute(
+            f'SELECT count(*), coalesce(sum(billed_cost), 0) FROM "{schema}".focus_costs '  # noqa: S608
+            "WHERE x_source = %s AND x_billing_period = %s", [SOURCE, PERIOD]).fetchone()
+    return n, Decimal(billed)
+
+
+def _drop_schema(schema: str) -> None:
+    import psycopg
+
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+# --------------------------------------------------------------------------- 1. spine, stage by stage
+def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
+    os.environ.update(env)
+    t = {}
+    t0 = time.perf_counter()
+    from finops.config import get_config
+    from finops.ingest import ConvertContext, convert_to_staging, make_load_id
+    from finops.sources import registry
+    from finops.warehouse import connect
+
+    t["import_finops_airflow_hooks_s"] = time.perf_counter() - t0
+    cfg = get_config()
+    src = cfg.source(SOURCE)
+    s = time.perf_counter()
+    (batch,) = registry.plan_batches("aws", src, PERIOD)
+    t["s3_manifest_and_download_s"] = time.perf_counter() - s
+    conv = registry.converter_for("aws", src)
+    load_id = make_load_id(batch.source, batch.billing_period, batch.fingerprint)
+    ctx = ConvertContext(batch.source, batch.provider, batch.billing_period, load_id)
+    staging = Path(env["FINOPS_HOME"]) / "staging" / f"{load_id}.parquet"
+    s = time.perf_counter()
+    res = convert_to_staging(batch, conv, ctx, staging)
+    t["duckdb_convert_s"] = time.perf_counter() - s
+    s = time.perf_counter()
+    import great_expectations  # noqa: F401 - timed on its own: a fixed cost per process
+
+    from finops.quality import validate_staging  # GX is imported lazily inside
+
+    t["gx_import_s"] = time.perf_counter() - s
+    s = time.perf_counter()
+    report = validate_staging([staging], source=batch.source, billing_period=batch.billing_period,
+                              raw_billed_total=res.raw_billed_total)
+    t["gx_validate_s"] = time.perf_counter() - s
+    assert report.success, report.failures
+    s = time.perf_counter()
+    wh = connect(cfg)
+    t["warehouse_connect_migrate_s"] = time.perf_counter() - s
+    s = time.perf_counter()
+    rows = wh.replace_partition("focus_costs", {"x_source": SOURCE, "x_billing_period": PERIOD}, [staging])
+    t["postgres_replace_partition_s"] = time.perf_counter() - s
+    wh.close()
+    t["total_s"] = time.perf_counter() - t0
+    t["rows"] = rows
+    t["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    q.put(t)
+
+
+def run_spine(base_env: dict[str, str], schema: str, home: Path) -> dict:
+    env = dict(base_env, FINOPS_CONFIG=str(_write_config(home / "spine.yaml", "", schema)),
+               FINOPS_HOME=str(home / "spine-home"))
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_spine_child, args=(env, q))
+    p.start()
+    out = q.get(timeout=3600)
+    p.join()
+    return out
+
+
+# --------------------------------------------------------------------------- 2. dag.test()
+def _sqlite_home(home: Path, env: dict[str, str]) -> dict[str, str]:
+    af = home / "airflow-dagtest"
+    (af / "plugins").mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW__")}
+    env.update({
+        "AIRFLOW_HOME": str(af), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"), "AIRFLOW__CORE__PLUGINS_FOLDER": str(af / "plugins"),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{af}/airflow.db",
+    })
+    template = REPO / ".finops-test" / "airflow-template.db"
+    if template.exists():
+        shutil.copy(template, af / "airflow.db")
+    else:
+        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, capture_output=True)
+    return env
+
+
+def run_dagtest(base_env: dict[str, str], schema: str, home: Path) -> dict:
+    env = _sqlite_home(home, dict(base_env))
+    env["FINOPS_CONFIG"] = str(_write_config(home / "dagtest.yaml", "", schema))
+    env["FINOPS_HOME"] = str(home / "dagtest-home")
+    log = home / "dagtest.log"
+    t0 = time.perf_counter()
+    with log.open("w") as fh:
+        rc = subprocess.run([sys.executable, "-m", "finops.demo.dagtest", "finops_billing_aws",
+                             json.dumps({"billing_period": PERIOD, "source": SOURCE})],
+                            env=env, stdout=fh, stderr=subprocess.STDOUT, check=False).returncode
+    wall = time.perf_counter() - t0
+    text = log.read_text()
+    marker = "FINOPS_DAGTEST finops_billing_aws state="
+    if rc != 0 or marker not in text:
+        raise RuntimeError(f"dag.test failed (exit {rc}); see {log}:\n{text[-3000:]}")
+    state, secs = text.rsplit(marker, 1)[1].split()[:2]
+    return {"state": state, "process_wall_s": wall, "dag_test_s": float(secs.split("=")[1]),
+            "process_start_and_dagbag_s": wall - float(secs.split("=")[1])}
+
+
+# --------------------------------------------------------------------------- 3. celery
+def _ts(value: str | None) -> float | None:
+    from datetime import datetime
+
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() if value else None
+
+
+def _task_log_marks(path: Path) -> dict[str, float]:
+    """Seconds from the first task-log line to the milestones of load_partition."""
+    from datetime import datetime
+
+    marks: dict[str, float] = {}
+    first = None
+    wanted = {"Worker startup parse complete": "dag_file_parsed", "loading ": "s3_downloaded_conversion_starts",
+              "validated ": "validated", ": loaded ": "loaded", "Done. Returned value": "returned"}
+    for line in path.read_text(errors="replace").splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        ts = datetime.fromisoformat(d["timestamp"].replace("Z", "+00:00")).timestamp()
+        first = first or ts
+        ev = str(d.get("event", ""))
+        for needle, name in wanted.items():
+            if needle in ev and name not in marks:
+                marks[name] = round(ts - first, 1)
+        if "Skipping registering function" in ev and "gx_import_started" not in marks:
+            marks["gx_import_started"] = round(ts - first, 1)
+    return marks
+
+
+def run_celery(base_env: dict[str, str], schema: str, home: Path, admin_dsn: str) -> dict:
+    from tests.integration.airflow_topology import Topology
+
+    cfg = _write_config(home / "celery.yaml", "", schema)
+    extra = {"FINOPS_CONFIG": str(cfg), "FINOPS_HOME": str(home / "celery-home"),
+             **{k: v for k, v in base_env.items() if k.startswith("AIRFLOW_CONN_")}}
+    topo = Topology(home=home / "topology", admin_dsn=admin_dsn, redis_url=REDIS_URL, extra_env=extra,
+                    worker_concurrency=2)
+    t0 = time.perf_counter()
+    try:
+        topo.start(timeout=300)
+        topo.wait_worker_ready(topo.workers[0], timeout=180)
+        topo.wait_dag("finops_billing_aws", timeout=300)
+        topo.unpause("finops_billing_aws")
+        up = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        run_id = topo.trigger("finops_billing_aws", {"billing_period": PERIOD, "source": SOURCE})
+        state = topo.wait_run("finops_billing_aws", run_id, timeout=3600)
+        wall = time.perf_counter() - t1
+        run = topo.api("GET", f"/dags/finops_billing_aws/dagRuns/{run_id}")
+        tis = topo.task_instances("finops_billing_aws", run_id)
+        run_start = _ts(run.get("start_date")) or 0.0
+        tasks = {}
+        for ti in sorted(tis, key=lambda x: x.get("start_date") or ""):
+            q, s, e = _ts(ti.get("queued_when")), _ts(ti.get("start_date")), _ts(ti.get("end_date"))
+            tasks[ti["task_id"]] = {
+                "queued_after_run_start_s": round(q - run_start, 1) if q else None,
+                "queue_to_start_s": round(s - q, 1) if q and s else None,
+                "run_s": round(e - s, 1) if s and e else None,
+            }
+        logs = list((topo.home / "airflow" / "logs").rglob("task_id=load_partition/**/attempt=1.log"))
+        marks = _task_log_marks(logs[0]) if logs else {}
+        return {"state": state, "services_up_s": round(up, 1), "trigger_to_success_s": round(wall, 1),
+                "tasks": tasks, "load_partition_log_marks_s": marks}
+    finally:
+        topo.stop()
+
+
+# --------------------------------------------------------------------------- main
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--modes", default="spine,dagtest,celery")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "finops-bench-cur"))
+    ap.add_argument("--json", help="write the figures here too")
+    args = ap.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from finops.demo.cur_generator import GenSpec, write_cur2_period
+    from tests.integration.airflow_topology import admin_dsn_from, check_postgres, check_redis, free_port
+
+    admin_dsn = admin_dsn_from(PG_DSN)
+    check_postgres(admin_dsn)
+    if "celery" in modes:
+        from urllib.parse import urlsplit
+
+        u = urlsplit(REDIS_URL)
+        check_redis(u.hostname or "127.0.0.1", u.port or 6379)
+
+    out: dict = {"rows_requested": args.rows, "period": PERIOD, "cpus": os.cpu_count(), "load_avg_start": _load_avg()}
+    cache = Path(args.cache) / f"rows{args.rows}"
+    spec = GenSpec(period=PERIOD, rows=args.rows, seed=11)
+    t = time.perf_counter()
+    delivery = write_cur2_period(cache, spec, prefix=PREFIX, bucket=BUCKET)  # deterministic: same file each time
+    out["generate_s"] = round(time.perf_counter() - t, 1)
+    data_file = cache / delivery.data_keys[0]
+    out["cur_rows"] = delivery.totals.rows
+    out["cur_file_mb"] = round(data_file.stat().st_size / 2**20, 1)
+    expected = delivery.totals.billed_total.quantize(CENT)
+    print(f"CUR month: {delivery.totals.rows:,} rows, {out['cur_file_mb']} MB parquet, billed {expected} "
+          f"(generated in {out['generate_s']} s); load average {_load_avg()}", flush=True)
+
+    port = free_port()
+    port_srv = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    port_srv.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    base_env = {**os.environ, **_conn_env(endpoint)}
+    home = Path(tempfile.mkdtemp(prefix="bench-celery-"))
+    schemas: list[str] = []
+    try:
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="bench", aws_secret_access_key="bench")
+        s3.create_bucket(Bucket=BUCKET)
+        t = time.perf_counter()
+        for rel in (*delivery.data_keys, delivery.manifest_key):
+            s3.upload_file(str(cache / rel), BUCKET, f"{PREFIX}/{rel}")
+        out["upload_to_moto_s"] = round(time.perf_counter() - t, 1)
+
+        for mode in modes:
+            schema = f"bench_{mode}_{uuid.uuid4().hex[:8]}"
+            schemas.append(schema)
+            print(f"\n== {mode} (load average {_load_avg()})", flush=True)
+            t = time.perf_counter()
+            if mode == "spine":
+                res = run_spine(base_env, schema, home)
+            elif mode == "dagtest":
+                res = run_dagtest(base_env, schema, home)
+            elif mode == "celery":
+                res = run_celery(base_env, schema, home, admin_dsn)
+            else:
+                raise SystemExit(f"unknown mode {mode}")
+            res["mode_wall_s"] = round(time.perf_counter() - t, 1)
+            n, billed = _warehouse_total(schema)
+            res["warehouse_rows"] = n
+            res["billed_matches_generator"] = billed.quantize(CENT) == expected
+            res["load_avg_end"] = _load_avg()
+            out[mode] = res
+            print(json.dumps(res, indent=1, default=str), flush=True)
+            if not res["billed_matches_generator"]:
+                print(f"!! {mode}: warehouse billed {billed} != generator {expected}", flush=True)
+    finally:
+        port_srv.stop()
+        for schema in schemas:
+            _drop_schema(schema)
+        shutil.rmtree(home, ignore_errors=True)
+
+    out["load_avg_end"] = _load_avg()
+    print("\n== summary")
+    if "spine" in out:
+        sp = out["spine"]
+        per_m = 1e6 / max(sp["rows"], 1)
+        variable = sum(sp[k] for k in ("s3_manifest_and_download_s", "duckdb_convert_s", "gx_validate_s",
+                                       "postgres_replace_partition_s"))
+        fixed = sp["import_finops_airflow_hooks_s"] + sp["gx_import_s"] + sp["warehouse_connect_migrate_s"]
+        print(f"spine: {sp['total_s']:.1f} s for {sp['rows']:,} FOCUS rows (fixed {fixed:.1f} s, "
+              f"row-proportional {variable:.1f} s = {variable * per_m:.1f} s per 1M rows; peak RSS {sp['peak_rss_mb']:.0f} MB)")
+        print(f"  -> 10M rows by linear extrapolation: ~{fixed + variable * per_m * 10:.0f} s")
+    for mode in ("dagtest", "celery"):
+        if mode in out:
+            key = "process_wall_s" if mode == "dagtest" else "trigger_to_success_s"
+            print(f"{mode}: {out[mode][key]:.1f} s end to end")
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1, default=str))
+    return 0 if all(out[m].get("billed_matches_generator") for m in modes if m in out) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
