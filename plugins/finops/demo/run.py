@@ -1,13 +1,23 @@
 """`finops demo` (behind `make demo`): realistic exports -> local cloud emulators -> the real
 billing DAGs through Airflow (SQLite metadata DB) -> DuckDB warehouse -> a short cost summary.
 
-Nothing here reaches the internet: AWS is a moto server on loopback; the other providers'
-emulators are started by their seeders when those sources are configured.
+Nothing here reaches the internet. Every provider is served by a local emulator
+(finops.demo.emulators) and read by its real source code through Airflow connections:
+AWS CUR 2.0 in a moto S3 server, the GCP detailed export in bqemulator (BigQuery REST API),
+Azure Cost Management exports (folders, runs, manifests) in Azurite, and Lambda Cloud
+instance lifetimes polled from a local API speaking the real /api/v1 shapes.
+
+Lambda Cloud has no billing export, only "what is running now". For the closed demo months
+the demo replays the polls a running deployment would have made (every 30 minutes, with a
+3-hour outage) through the source's own poller (`poll_once`, real HTTP, real lifetime rule,
+into the warehouse); `finops_billing_lambda` then polls the API itself and derives the
+hourly FOCUS rows from the recorded lifetimes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -15,13 +25,19 @@ import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from datetime import UTC, date, datetime
+from dataclasses import replace
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from finops.orchestration.periods import period_of, shift
 from finops.paths import REPO_ROOT, finops_home
 
 log = logging.getLogger(__name__)
+PROVIDERS = ("aws", "gcp", "azure", "lambda")
+GCP_DAYS = 2  # small non-AWS samples keep `make demo` short
+AZURE_DAYS = 3
 
 
 def _free_port() -> int:
@@ -71,9 +87,9 @@ def moto_server() -> Iterator[str]:
         server.stop()
 
 
-def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str, str]:
+def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str, Decimal]:
     """Write CUR 2.0 exports (with manifests) for each period into moto S3 at the place the
-    example config's `main-payer` source reads. Returns expected unblended totals per period."""
+    example config's `main-payer` source reads. Returns expected BilledCost per period."""
     import boto3
 
     from finops.config import get_config
@@ -87,12 +103,143 @@ def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str
     s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                       aws_access_key_id="demo", aws_secret_access_key="demo")
     s3.create_bucket(Bucket=src.bucket)
-    expected: dict[str, str] = {}
+    expected: dict[str, Decimal] = {}
     work = finops_home() / "demo-exports" / "aws"
     for i, period in enumerate(periods):
         spec = gen.GenSpec(period=period, rows=rows_per_month, seed=100 + i)
         delivery = gen.write_and_upload_cur2(s3, src.bucket, src.prefix, spec, work / period)
-        expected[period] = f"{delivery.totals.billed_total:.2f}"
+        expected[period] = delivery.totals.billed_total
+    return expected
+
+
+def _bq_schema(fields: list[dict[str, Any]]) -> list[Any]:
+    from google.cloud import bigquery
+
+    return [bigquery.SchemaField(f["name"], f["type"], mode=f.get("mode", "NULLABLE"),
+                                 fields=_bq_schema(f.get("fields", []))) for f in fields]
+
+
+def seed_gcp(endpoint: str, periods: list[str], days: int = GCP_DAYS) -> dict[str, Decimal]:
+    """Create the configured detailed-export table (real nested schema) in the BigQuery
+    emulator and stream `days` days of each period into it. Returns expected BilledCost."""
+    from google.cloud import bigquery
+
+    from finops.config import get_config
+    from finops.demo import gcp_generator as gen
+    from finops.demo.emulators import bigquery_client
+
+    src = get_config().sources.gcp[0]
+    client = bigquery_client(endpoint, src.project)
+    client.create_dataset(f"{src.project}.{src.dataset}", exists_ok=True)
+    table = client.create_table(bigquery.Table(f"{src.project}.{src.dataset}.{src.table}",
+                                               schema=_bq_schema(gen.BQ_SCHEMA)), exists_ok=True)
+    expected: dict[str, Decimal] = {}
+    for i, period in enumerate(periods):
+        sample = gen.generate(period=period, days=days, seed=7 + i)
+        errors = client.insert_rows_json(table, sample.json_rows())
+        if errors:
+            raise RuntimeError(f"bqemulator refused GCP demo rows for {period}: {errors[:3]}")
+        expected[period] = sample.billed_total
+    return expected
+
+
+def seed_azure(connection_string: str, periods: list[str], days: int = AZURE_DAYS) -> dict[str, Decimal]:
+    """Cost Management exports into Azurite, laid out as Azure writes them:
+    <container>/<root>/<YYYYMMDD-YYYYMMDD>/<runId>/{manifest.json, part_0_0001.csv.gz}. Each month
+    gets two month-to-date runs; only the newer (complete) one must count."""
+    import uuid
+
+    from azure.core.exceptions import ResourceExistsError
+    from azure.storage.blob import BlobServiceClient
+
+    from finops.config import get_config
+    from finops.demo import azure_generator as gen
+    from finops.orchestration.periods import period_bounds
+
+    src = get_config().sources.azure[0]
+    svc = BlobServiceClient.from_connection_string(connection_string)
+    with contextlib.suppress(ResourceExistsError):
+        svc.create_container(src.container)
+    container = svc.get_container_client(src.container)
+    export_name = src.prefix.rstrip("/").rsplit("/", 1)[-1]
+    layout = "mca" if src.agreement == "mca" else "ea"
+    export_type = {"actual": "ActualCost", "amortized": "AmortizedCost", "focus": "FocusCost"}[src.format]
+    expected: dict[str, Decimal] = {}
+    for i, period in enumerate(periods):
+        start, end = period_bounds(period)
+        last = end - timedelta(days=1)
+        folder = f"{src.prefix.strip('/')}/{start:%Y%m%d}-{last:%Y%m%d}"
+        sample = None
+        for n_days in (days - 1, days):  # an earlier month-to-date run, then the newer one
+            sample = gen.generate(period=period, layout=layout, kind=src.format, days=n_days, seed=11 + i)
+            run_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{src.name}/{period}/{n_days}"))
+            blob = f"{folder}/{run_id}/part_0_0001.csv.gz"
+            body = sample.csv_bytes(gz=True)
+            container.upload_blob(blob, body, overwrite=True)
+            submitted = (start + timedelta(days=n_days, hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
+            manifest = gen.manifest(export_name=export_name, run_id=run_id, submitted=submitted,
+                                    blobs=[(blob, len(body), len(sample.rows))], export_type=export_type,
+                                    start=f"{start:%Y-%m-%d}", end=f"{last:%Y-%m-%d}")
+            container.upload_blob(f"{folder}/{run_id}/manifest.json", json.dumps(manifest).encode(), overwrite=True)
+        assert sample is not None
+        expected[period] = sample.billed_total
+    return expected
+
+
+def lambda_sample(period: str) -> Any:
+    """The generator's month (3 GPU instances, polls every 30 min for 16 h with a 3-hour outage),
+    with instance ids unique per month and the notebook shut down before the last poll."""
+    from finops.demo import lambda_generator as gen
+
+    base = gen.generate(period)
+    t0 = base.polls[0]
+    insts = [replace(i, iid=hashlib.md5(f"{i.iid}:{period}".encode()).hexdigest(),
+                     terminated=i.terminated or t0 + timedelta(hours=15, minutes=40)) for i in base.instances]
+    return gen.LambdaSample(period, insts, list(base.polls))
+
+
+def lambda_expected(sample: Any) -> Decimal:
+    """Expected cost from the true lifetimes as the polls see them, worked out independently of
+    the source: billed from the first poll that finds an instance running to the first poll that
+    no longer does, but at most one poll interval (1 h) past the last sighting."""
+    from finops.demo import lambda_generator as gen
+
+    cap = timedelta(hours=1)
+    intervals = []
+    for i in sample.instances:
+        seen = [t for t in sample.polls if i.booted <= t and (i.terminated is None or t < i.terminated)]
+        if not seen:
+            continue
+        later = [t for t in sample.polls if t > seen[-1]]
+        end = min(later[0], seen[-1] + cap) if later else seen[-1]
+        intervals.append((seen[0], end, gen.INSTANCE_TYPES[i.itype]["price_cents_per_hour"]))
+    return gen.expected_total(intervals)
+
+
+def seed_lambda(api: Any, periods: list[str]) -> dict[str, Decimal]:
+    """Replay each closed month's polls through the Lambda source's own poller (real HTTP to
+    the local API, lifetime rule, warehouse). Leaves one instance running "now" for the DAG's
+    own poll to find. Returns expected BilledCost per period."""
+    from finops.config import get_config
+    from finops.demo import lambda_generator as gen
+    from finops.sources import lambda_cloud as lam
+    from finops.warehouse import connect
+
+    src = get_config().sources.lambda_cloud[0]
+    client = lam.LambdaApi(src.conn_id)
+    wh = connect()
+    expected: dict[str, Decimal] = {}
+    try:
+        for period in periods:
+            sample = lambda_sample(period)
+            for t in sample.polls:
+                api.state.instances = sample.response_at(t)["data"]
+                lam.poll_once(wh, src, client, polled_at=t)
+            expected[period] = lambda_expected(sample)
+    finally:
+        wh.close()
+    api.state.instances = [gen.instance_json("5d1c0ffee0a94e4c9d2b7a1e3f4a5b6c", "dev-box", "gpu_1x_a10",
+                                             "us-west-1", "active")]
     return expected
 
 
@@ -111,9 +258,10 @@ def run_dag(dag_id: str, conf: dict, log_file: Path) -> str:
     return f"failed (exit {proc.returncode}; see {log_file})"
 
 
-def summary(periods: list[str]) -> str:
+def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None = None) -> str:
     from finops.warehouse import connect
 
+    expected = expected or {}
     wh = connect()
     try:
         lines = ["", "Cost summary (BilledCost / EffectiveCost, from the FOCUS warehouse)"]
@@ -121,9 +269,27 @@ def summary(periods: list[str]) -> str:
             "SELECT x_billing_period, x_provider, billing_currency, count(*), sum(billed_cost), sum(effective_cost) "
             "FROM focus_costs GROUP BY ALL ORDER BY 1, 2"
         )
-        lines.append(f"  {'period':8} {'provider':8} {'cur':4} {'rows':>9} {'billed':>14} {'effective':>14}")
+        lines.append(f"  {'period':8} {'provider':8} {'cur':4} {'rows':>9} {'billed':>14} {'effective':>14}"
+                     f" {'expected':>14}")
+        got: dict[tuple[str, str], Decimal] = {}
         for p, prov, cur, n, b, e in rows:
-            lines.append(f"  {p:8} {prov:8} {cur:4} {n:>9,} {b:>14,.2f} {e:>14,.2f}")
+            got[(p, prov)] = Decimal(b)
+            exp = expected.get(prov, {}).get(p)
+            mark = "" if exp is None else f" {exp:>14,.2f} {_check(Decimal(b), exp)}"
+            lines.append(f"  {p:8} {prov:8} {cur:4} {n:>9,} {b:>14,.2f} {e:>14,.2f}{mark}")
+        for prov, per in expected.items():  # expected but nothing loaded
+            for p, exp in per.items():
+                if (p, prov) not in got:
+                    lines.append(f"  {p:8} {prov:8} {'':4} {0:>9,} {'-':>14} {'-':>14} {exp:>14,.2f} MISSING")
+        lines.append("")
+        lines.append("  Cost by provider, all periods (billed vs the generators' expected totals):")
+        for prov, cur, n, b, e in wh.query(
+            "SELECT x_provider, billing_currency, count(*), sum(billed_cost), sum(effective_cost) "
+            "FROM focus_costs GROUP BY ALL ORDER BY 4 DESC"
+        ):
+            exp_all = sum(expected.get(prov, {}).values(), Decimal(0)) if prov in expected else None
+            mark = "" if exp_all is None else f" {exp_all:>14,.2f} {_check(Decimal(b), exp_all)}"
+            lines.append(f"    {prov:8} {cur:4} {n:>9,} {b:>14,.2f} {e:>14,.2f}{mark}")
         lines.append("")
         lines.append("  Last period by service category:")
         last = periods[-1]
@@ -133,17 +299,17 @@ def summary(periods: list[str]) -> str:
         ):
             lines.append(f"    {cat:28} {b:>14,.2f}")
         gpu = wh.query(
-            "SELECT coalesce(pricing_category, 'n/a'), sum(effective_cost) FROM focus_costs "
-            "WHERE x_billing_period = ? AND regexp_matches(coalesce(x_instance_type, ''), '^(p4d|p5|g5|g6)') "
-            "GROUP BY 1 ORDER BY 2 DESC", [last]
+            "SELECT x_provider, coalesce(pricing_category, 'n/a'), sum(effective_cost) FROM focus_costs "
+            "WHERE x_billing_period = ? AND regexp_matches(coalesce(x_instance_type, ''), ?) "
+            "GROUP BY 1, 2 ORDER BY 3 DESC", [last, GPU_INSTANCE_PATTERN]
         )
         if gpu:
-            lines.append("  GPU instances (p4d/p5/g5/g6) by pricing category, effective cost:")
-            for cat, e in gpu:
-                lines.append(f"    {cat:28} {e:>14,.2f}")
+            lines.append("  GPU instances by provider and pricing category, effective cost:")
+            for prov, cat, e in gpu:
+                lines.append(f"    {prov:8} {cat:19} {e:>14,.2f}")
         loads = wh.query(
             "SELECT source, billing_period, status, row_count, focus_billed_total, raw_billed_total FROM load_log "
-            "ORDER BY finished_at DESC LIMIT 8"
+            "ORDER BY finished_at DESC LIMIT ?", [len(PROVIDERS) * len(periods)]
         )
         lines.append("  Latest loads (load_log): source period status rows focus_total raw_total")
         for s, p, st, n, ft, rt in loads:
@@ -153,25 +319,60 @@ def summary(periods: list[str]) -> str:
         wh.close()
 
 
+# AWS p4d/p5/g5/g6, GCP a2/a3/g2 machine types, Azure NC/ND/NV sizes, every Lambda gpu_* type.
+GPU_INSTANCE_PATTERN = r"^(p4d|p5|g5|g6|a2-|a3-|g2-|Standard_N[CDV]|gpu_)"
+
+
+def _check(got: Decimal, expected: Decimal) -> str:
+    """To the cent, as the issue asks."""
+    cent = Decimal("0.01")
+    return "ok" if got.quantize(cent) == expected.quantize(cent) else "MISMATCH"
+
+
 def run_demo(months: int = 3, rows_per_month: int = 20_000,
              extra_seeders: list[Callable[[list[str]], None]] | None = None) -> int:
+    from finops.demo import emulators
+
     home = finops_home()
     print(f"airflow-finops demo — FINOPS_HOME={home}", flush=True)
     prepare_airflow_env(home)
     periods = demo_periods(months)
     log_file = home / "demo.log"
     log_file.write_text("")
-    with moto_server() as endpoint:
+    expected: dict[str, dict[str, Decimal]] = {}
+    states: dict[str, str] = {}
+    from finops.config import get_config
+
+    srcs = get_config().sources
+    with contextlib.ExitStack() as stack:
+        endpoint = stack.enter_context(moto_server())
         print(f"  moto S3 on {endpoint}; writing CUR 2.0 exports for {', '.join(periods)} "
               f"({rows_per_month:,} rows/month)...", flush=True)
-        expected = seed_aws(endpoint, periods, rows_per_month)
+        expected["aws"] = seed_aws(endpoint, periods, rows_per_month)
+        if srcs.gcp:
+            bq = stack.enter_context(emulators.bigquery_emulator(srcs.gcp[0].conn_id, srcs.gcp[0].project))
+            print(f"  bqemulator on {bq}; GCP detailed export, {GCP_DAYS} days/month...", flush=True)
+            expected["gcp"] = seed_gcp(bq, periods)
+        if srcs.azure:
+            conn_str = stack.enter_context(emulators.azurite(srcs.azure[0].conn_id))
+            blob_url = conn_str.split("BlobEndpoint=", 1)[1].rstrip(";")
+            print(f"  Azurite on {blob_url}; Azure amortized exports, {AZURE_DAYS} days/month, 2 runs each...",
+                  flush=True)
+            expected["azure"] = seed_azure(conn_str, periods)
+        if srcs.lambda_cloud:
+            api = stack.enter_context(emulators.lambda_api(srcs.lambda_cloud[0].conn_id))
+            print(f"  Lambda Cloud API on {api.url}; replaying 30-minute polls of each month...", flush=True)
+            expected["lambda"] = seed_lambda(api, periods)
         for seeder in extra_seeders or []:
             seeder(periods)
-        print("  running finops_billing_aws through Airflow (dag.test, SQLite metadata)...", flush=True)
-        state = run_dag("finops_billing_aws", {"billing_period": ",".join(periods)}, log_file)
-    print(f"  finops_billing_aws: {state}")
-    print(summary(periods))
-    print("\n  Expected unblended totals from the generator:", ", ".join(f"{p}: {t}" for p, t in expected.items()))
+        for provider in PROVIDERS:
+            if provider not in expected:
+                continue
+            dag_id = f"finops_billing_{provider}"
+            print(f"  running {dag_id} through Airflow (dag.test, SQLite metadata)...", flush=True)
+            states[dag_id] = run_dag(dag_id, {"billing_period": ",".join(periods)}, log_file)
+            print(f"  {dag_id}: {states[dag_id]}", flush=True)
+    print(summary(periods, expected))
     print(f"""
 Where to look:
   warehouse (DuckDB):   {home / 'warehouse.duckdb'}   e.g. duckdb {home / 'warehouse.duckdb'} "FROM focus_costs LIMIT 5"
@@ -179,4 +380,4 @@ Where to look:
   quarantine:           {home / 'quarantine'}
   FOCUS export:         .venv/bin/finops export focus --period {periods[-1]} --out {home / 'focus.parquet'}
 """)
-    return 0 if state == "success" else 1
+    return 0 if states and all(st == "success" for st in states.values()) else 1
