@@ -216,10 +216,10 @@ def lambda_expected(sample: Any) -> Decimal:
     return gen.expected_total(intervals)
 
 
-def seed_lambda(api: Any, periods: list[str]) -> dict[str, Decimal]:
+def seed_lambda(state: Any, periods: list[str]) -> dict[str, Decimal]:
     """Replay each closed month's polls through the Lambda source's own poller (real HTTP to
-    the local API, lifetime rule, warehouse). Leaves one instance running "now" for the DAG's
-    own poll to find. Returns expected BilledCost per period."""
+    the local API, lifetime rule, warehouse). `state` is the fake API's LambdaApiState. Leaves
+    one instance running "now" for the DAG's own poll to find. Returns expected BilledCost."""
     from finops.config import get_config
     from finops.demo import lambda_generator as gen
     from finops.sources import lambda_cloud as lam
@@ -233,12 +233,12 @@ def seed_lambda(api: Any, periods: list[str]) -> dict[str, Decimal]:
         for period in periods:
             sample = lambda_sample(period)
             for t in sample.polls:
-                api.state.instances = sample.response_at(t)["data"]
+                state.instances = sample.response_at(t)["data"]
                 lam.poll_once(wh, src, client, polled_at=t)
             expected[period] = lambda_expected(sample)
     finally:
         wh.close()
-    api.state.instances = [gen.instance_json("5d1c0ffee0a94e4c9d2b7a1e3f4a5b6c", "dev-box", "gpu_1x_a10",
+    state.instances = [gen.instance_json("5d1c0ffee0a94e4c9d2b7a1e3f4a5b6c", "dev-box", "gpu_1x_a10",
                                              "us-west-1", "active")]
     return expected
 
@@ -362,7 +362,7 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
         if srcs.lambda_cloud:
             api = stack.enter_context(emulators.lambda_api(srcs.lambda_cloud[0].conn_id))
             print(f"  Lambda Cloud API on {api.url}; replaying 30-minute polls of each month...", flush=True)
-            expected["lambda"] = seed_lambda(api, periods)
+            expected["lambda"] = seed_lambda(api.state, periods)
         for seeder in extra_seeders or []:
             seeder(periods)
         for provider in PROVIDERS:
