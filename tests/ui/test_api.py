@@ -192,6 +192,10 @@ def test_showback_paging_and_drill_down(ui_client, ui_headers, seeded):
     # both spellings of the team tag ("team" and "Team") count
     assert [(i["resource_id"], i["cost"]) for i in res["items"]] == [("bq-warehouse", "465.00"),
                                                                       ("bucket-data", "313.10")]
+    rollup.refresh_partition(duckdb_wh := seeded[0], "aws-main", "2025-03")  # aws from the rollup, gcp raw
+    assert _get(ui_client, "/api/showback/resources", ui_headers, period="2025-03", team="data-eng") == res
+    rollup.refresh_stale(duckdb_wh)
+    assert _get(ui_client, "/api/showback/resources", ui_headers, period="2025-03", team="data-eng") == res
     bd = _get(ui_client, "/api/showback/team", ui_headers, period="2025-03", team="data-eng")
     assert bd["items"][0]["cost"] == "778.10"
 
@@ -215,8 +219,9 @@ def test_policy_actions_filters_and_hostile_text_is_data(ui_client, ui_headers, 
 
 
 def test_tag_compliance_costs_non_compliant_resources(ui_client, ui_headers, seeded):
-    body = _get(ui_client, "/api/tag-compliance", ui_headers, window_days=31)
-    assert body["snapshot_date"] == "2025-03-31"
+    rollup.refresh_partition(seeded[0], "aws-main", "2025-03")
+    body = _get(ui_client, "/api/tag-compliance", ui_headers)
+    assert body["snapshot_date"] == "2025-03-31" and body["billing_period"] == "2025-03"
     assert [i["resource_id"] for i in body["items"]] == ["i-untagged-9", "bucket-data"]
     expected = sum((UI_FACTS.effective_by_resource[r] for r in UI_FACTS.noncompliant), Decimal(0))
     assert Decimal(body["non_compliant_cost"]["USD"]) == expected
@@ -283,7 +288,7 @@ def test_postgres_warehouse_through_config(ui_client, ui_headers, pg_wh, pg_conn
     assert _get(ui_client, "/api/cost", ui_headers, **q, grain="month")["labels"] == ["2025-03-01"]
     res = _get(ui_client, "/api/showback/resources", ui_headers, period="2025-03", team="data-eng")
     assert [i["resource_id"] for i in res["items"]] == ["bq-warehouse", "bucket-data"]
-    tags = _get(ui_client, "/api/tag-compliance", ui_headers, window_days=31)
+    tags = _get(ui_client, "/api/tag-compliance", ui_headers)
     assert Decimal(tags["non_compliant_cost"]["USD"]) == sum(
         (UI_FACTS.effective_by_resource[r] for r in UI_FACTS.noncompliant), Decimal(0))
     assert _get(ui_client, "/api/anomalies", ui_headers)["items"][0]["contributors"][0]["key"] == "i-gpu-001"

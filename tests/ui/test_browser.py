@@ -84,7 +84,7 @@ def test_finops_view_in_the_airflow_ui(ui_server):
             frame.locator("#drill-resources tbody tr").first.wait_for(timeout=10_000)
             assert "bq-warehouse" in frame.locator("#drill-resources").inner_text()
             assert "i-gpu-001" in frame.locator("#anomalies-table").inner_text()
-            assert "$1,203.00" in frame.locator("#tags-cost").inner_text()
+            assert "$1,243.10" in frame.locator("#tags-cost").inner_text()
             # hostile text from the warehouse is shown as text, never run
             assert '<img src=x onerror="document.title=' in frame.locator("#policies-table").inner_text()
             assert frame.locator("#policies-table img").count() == 0

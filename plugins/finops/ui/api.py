@@ -96,12 +96,9 @@ def showback_resources(
 
 
 def _team_tag_keys() -> list[str]:
-    try:
-        from finops.allocation.settings import allocation_rules
+    from finops.ui.rollup import team_tag_keys
 
-        return list(allocation_rules().tag_keys.get("team", ["team"]))
-    except Exception:  # noqa: BLE001 - bad allocation config: fall back to the plain key
-        return ["team"]
+    return team_tag_keys()
 
 
 @router.get("/anomalies")
@@ -130,9 +127,9 @@ def policy_actions(
 def tag_compliance(
     r: ReaderDep, page: PageDep,
     day: date | None = None,
-    window_days: Annotated[int, Query(ge=1, le=366)] = 30,
 ) -> dict[str, Any]:
-    return queries.tag_compliance(r, day=day, window_days=window_days, page=page)
+    """Latest (or `day`'s) snapshot; costs of non-compliant resources in that billing period."""
+    return queries.tag_compliance(r, day=day, tag_keys=_team_tag_keys(), page=page)
 
 
 @router.get("/gpu/price-performance")

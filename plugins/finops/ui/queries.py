@@ -15,7 +15,6 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
 from finops.ui.db import Reader
-from finops.warehouse.dialect import json_get
 
 CENT = Decimal("0.01")
 COST_VIEWS = ("billed", "amortised")
@@ -286,22 +285,38 @@ def team_breakdown(r: Reader, *, period: str, team: str, view: str, page: Page) 
     return page.wrap(items, total, period=period, team=team, view=view)
 
 
+def _resource_costs(r: Reader, period: str, view: str, tag_keys: list[str]) -> tuple[str, list[Any]]:
+    """Subquery (provider_name, resource_id, resource_name, service_name, team, billing_currency, cost)
+    for one billing period: ui_resource_monthly where it is current, focus_costs for stale partitions."""
+    from finops.ui.rollup import team_expr
+
+    cost = FOCUS_COST[view]
+    cols = "provider_name, resource_id, resource_name, service_name"
+    stale = _stale(r) if r.has("ui_resource_monthly") else None
+    team_sql, team_params = team_expr(r.dialect, tag_keys)
+    raw = (f"SELECT {cols}, {team_sql} AS team, billing_currency, {cost} AS cost FROM focus_costs "
+           "WHERE x_billing_period = ?")
+    if stale is None:
+        return raw, [*team_params, period]
+    here = [p for p in stale if p[1] == period]
+    fresh = (f"SELECT {cols}, team, billing_currency, {cost} AS cost FROM ui_resource_monthly "
+             "WHERE x_billing_period = ?")
+    if not here:
+        return fresh, [period]
+    s, p = _partitions_sql(here)
+    return (f"{fresh} AND NOT {s} UNION ALL {raw} AND {s}", [period, *p, *team_params, period, *p])
+
+
 def team_resources(r: Reader, *, period: str, team: str, view: str, tag_keys: list[str],
                    page: Page) -> dict[str, Any]:
     """Resources of one billing period whose team tag (any accepted spelling) names the team."""
     if not r.has("focus_costs"):
         return empty("table focus_costs does not exist yet")
-    exprs, params = [], []
-    for k in tag_keys or ["team"]:
-        sql, p = json_get(r.dialect, "tags", k)
-        exprs.append(sql)
-        params += p
-    team_sql = f"COALESCE({', '.join(exprs)})"
-    cost = FOCUS_COST[view]
-    base = f"FROM focus_costs WHERE x_billing_period = ? AND {team_sql} = ?"
-    args = [period, *params, team]
-    keys = "provider_name, resource_id, resource_name, service_name, billing_currency"
-    inner = f"SELECT {keys}, SUM({cost}) AS cost {base} GROUP BY {keys}"
+    src, params = _resource_costs(r, period, view, tag_keys)
+    inner = (f"SELECT provider_name, resource_id, MIN(resource_name), MIN(service_name), billing_currency, "
+             f"SUM(cost) AS cost FROM ({src}) rc WHERE team = ? "
+             "GROUP BY provider_name, resource_id, billing_currency")
+    args = [*params, team]
     total = r.query(f"SELECT COUNT(*) FROM ({inner}) g", args)[0][0]
     rows = r.query(f"{inner} ORDER BY cost DESC, resource_id LIMIT ? OFFSET ?", [*args, page.size, page.offset])
     names = ("provider", "resource_id", "resource_name", "service_name", "currency")
@@ -372,38 +387,39 @@ def _snapshot(r: Reader, day: date | None) -> date | None:
     return r.query("SELECT MAX(snapshot_date) FROM tag_compliance")[0][0]
 
 
-def tag_compliance(r: Reader, *, day: date | None, window_days: int, page: Page) -> dict[str, Any]:
-    """Per policy / provider: resources, non-compliant ones, and what the non-compliant ones cost
-    over the `window_days` up to the snapshot; then the non-compliant resources, costliest first."""
+def tag_compliance(r: Reader, *, day: date | None, tag_keys: list[str], page: Page) -> dict[str, Any]:
+    """Per policy / provider: resources and non-compliant ones, with what the non-compliant ones cost
+    in the snapshot's billing period (month to date); then those resources, costliest first."""
     if not r.has("tag_compliance"):
         return empty("table tag_compliance does not exist yet")
     snap = _snapshot(r, day)
     if snap is None:
         return empty("no tag compliance snapshot yet (run the tagging policy DAG)")
-    start, end = _dt(snap - timedelta(days=window_days - 1)), _dt(snap + timedelta(days=1))
+    period = snap.strftime("%Y-%m")
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for policy, provider, n, bad in r.query(
             "SELECT policy, provider, COUNT(*), SUM(CASE WHEN compliant THEN 0 ELSE 1 END) FROM tag_compliance "
             "WHERE snapshot_date = ? GROUP BY 1, 2 ORDER BY 1, 2", [snap]):
         groups[(policy, provider)] = {"policy": policy, "provider": provider, "resources": int(n),
                                       "non_compliant": int(bad or 0), "non_compliant_cost": {}}
-    # cost of each non-compliant resource over the window (a semi-join: one scan of the window)
-    nc = "SELECT DISTINCT resource_id FROM tag_compliance WHERE snapshot_date = ? AND compliant = FALSE"
-    cost_cte = (f"SELECT resource_id, billing_currency AS cur, SUM(effective_cost) AS cost FROM focus_costs "
-                f"WHERE charge_period_start >= ? AND charge_period_start < ? AND resource_id IN ({nc}) "
-                "GROUP BY 1, 2")
     has_costs = r.has("focus_costs")
+    nc = "SELECT DISTINCT resource_id FROM tag_compliance WHERE snapshot_date = ? AND compliant = FALSE"
+    cost_cte, cost_args = "", []
     totals: dict[str, Decimal] = defaultdict(Decimal)
     if has_costs:
+        src, src_params = _resource_costs(r, period, "amortised", tag_keys)
+        cost_cte = (f"SELECT resource_id, billing_currency AS cur, SUM(cost) AS cost FROM ({src}) rc "
+                    f"WHERE resource_id IN ({nc}) GROUP BY 1, 2")
+        cost_args = [*src_params, snap]
         for policy, provider, cur, cost in r.query(
                 f"""WITH c AS ({cost_cte})
                     SELECT t.policy, t.provider, c.cur, SUM(c.cost) FROM tag_compliance t
                       JOIN c ON c.resource_id = t.resource_id
                      WHERE t.snapshot_date = ? AND t.compliant = FALSE GROUP BY 1, 2, 3 ORDER BY 1, 2, 3""",
-                [start, end, snap, snap]):
+                [*cost_args, snap]):
             groups[(policy, provider)]["non_compliant_cost"][cur] = money(cost)
         for cur, cost in r.query(f"WITH c AS ({cost_cte}) SELECT cur, SUM(cost) FROM c GROUP BY 1 ORDER BY 1",
-                                 [start, end, snap]):
+                                 cost_args):
             totals[cur] = Decimal(cost)
     cols = ("policy", "provider", "account", "region", "resource_id", "resource_name", "team", "missing_tags",
             "invalid_tags")
@@ -411,6 +427,7 @@ def tag_compliance(r: Reader, *, day: date | None, window_days: int, page: Page)
                     [snap])[0][0]
     tcols = ", ".join("t." + c for c in cols)
     if has_costs:
+        # a resource billed in two currencies (rare) is listed once, under its first currency code
         rows = r.query(
             f"""WITH c AS ({cost_cte}),
                      c1 AS (SELECT resource_id, MIN(cur) AS cur, SUM(cost) AS cost FROM c GROUP BY 1)
@@ -418,7 +435,7 @@ def tag_compliance(r: Reader, *, day: date | None, window_days: int, page: Page)
                   FROM tag_compliance t LEFT JOIN c1 ON c1.resource_id = t.resource_id
                  WHERE t.snapshot_date = ? AND t.compliant = FALSE
                  ORDER BY c1.cost DESC NULLS LAST, t.resource_id, t.policy LIMIT ? OFFSET ?""",
-            [start, end, snap, snap, page.size, page.offset])
+            [*cost_args, snap, page.size, page.offset])
     else:
         rows = [(*row, None, None) for row in r.query(
             f"SELECT {tcols} FROM tag_compliance t WHERE t.snapshot_date = ? AND t.compliant = FALSE "
@@ -429,7 +446,7 @@ def tag_compliance(r: Reader, *, day: date | None, window_days: int, page: Page)
         d["missing_tags"], d["invalid_tags"] = _json(d["missing_tags"]), _json(d["invalid_tags"])
         d["currency"], d["cost"] = row[-2], money(row[-1])
         items.append(d)
-    return page.wrap(items, total, snapshot_date=snap.isoformat(), window_days=window_days,
+    return page.wrap(items, total, snapshot_date=snap.isoformat(), billing_period=period,
                      summary=list(groups.values()), non_compliant_cost={c: money(v) for c, v in totals.items()})
 
 

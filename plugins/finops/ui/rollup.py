@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from finops.warehouse.base import Warehouse
+from finops.warehouse.dialect import json_get
 
 # load_log statuses that changed the rows of a partition
 _CHANGING = ("loaded", "empty")
@@ -39,8 +40,40 @@ def stale_partitions(wh: Warehouse) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in rows]
 
 
-def refresh_partition(wh: Warehouse, source: str, period: str) -> int:
-    """Rebuild one partition of the rollup in one transaction. Returns rollup rows written."""
+def team_tag_keys() -> list[str]:
+    """The accepted spellings of the team tag (allocation rules `tag_keys.team`)."""
+    try:
+        from finops.allocation.settings import allocation_rules
+
+        return list(allocation_rules().tag_keys.get("team") or ["team"])
+    except Exception:  # noqa: BLE001 - a broken allocation config must not stop the rollup
+        return ["team"]
+
+
+def team_expr(dialect: str, keys: list[str]) -> tuple[str, list[str]]:
+    """SQL (and its params) for the team of a focus_costs row: the first accepted tag spelling present."""
+    parts, params = [], []
+    for k in keys or ["team"]:
+        sql, p = json_get(dialect, "tags", k)
+        parts.append(sql)
+        params += p
+    return f"COALESCE({', '.join(parts)})", params
+
+
+def _resource_sql(dialect: str, keys: list[str], source: str, period: str) -> tuple[str, list[str]]:
+    team, params = team_expr(dialect, keys)
+    return (f"""SELECT x_source, x_billing_period, provider_name, resource_id, MIN(resource_name),
+                       MIN(service_name), team, billing_currency,
+                       COALESCE(SUM(billed_cost), 0), COALESCE(SUM(effective_cost), 0)
+                  FROM (SELECT x_source, x_billing_period, provider_name, resource_id, resource_name, service_name,
+                               {team} AS team, billing_currency, billed_cost, effective_cost
+                          FROM focus_costs WHERE x_source = ? AND x_billing_period = ?) f
+                 GROUP BY x_source, x_billing_period, provider_name, resource_id, team, billing_currency""",
+            [*params, source, period])
+
+
+def refresh_partition(wh: Warehouse, source: str, period: str, team_keys: list[str] | None = None) -> int:
+    """Rebuild one partition of the rollups in one transaction. Returns daily rollup rows written."""
     marks = ", ".join("?" for _ in _CHANGING)
     loaded = wh.query(
         f"SELECT MAX(finished_at) FROM load_log WHERE source = ? AND billing_period = ? AND status IN ({marks})",
@@ -51,6 +84,12 @@ def refresh_partition(wh: Warehouse, source: str, period: str) -> int:
     try:
         wh.execute("DELETE FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?", [source, period])
         wh.execute(f"INSERT INTO ui_cost_daily {_AGG}", [source, period])
+        if wh.table_exists("ui_resource_monthly"):
+            keys = team_keys if team_keys is not None else team_tag_keys()
+            sql, params = _resource_sql(wh.dialect, keys, source, period)
+            wh.execute("DELETE FROM ui_resource_monthly WHERE x_source = ? AND x_billing_period = ?",
+                       [source, period])
+            wh.execute(f"INSERT INTO ui_resource_monthly {sql}", params)
         n = wh.query("SELECT COUNT(*) FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?",
                      [source, period])[0][0]
         wh.execute("DELETE FROM ui_rollup_state WHERE x_source = ? AND x_billing_period = ?", [source, period])

@@ -186,7 +186,7 @@ async function loadTags(page) {
     const costs = Object.entries(data.non_compliant_cost || {}).map(([c, v]) => fmtMoney(v, c)).join(" + ") || fmtMoney(0);
     sum.replaceChildren(el("div", {class: "cards"},
       el("div", {class: "card"}, el("span", {class: "muted"}, "Snapshot"), el("b", {}, data.snapshot_date)),
-      el("div", {class: "card"}, el("span", {class: "muted"}, `Cost of non-compliant resources (${data.window_days} days)`), el("b", {id: "tags-cost"}, costs)),
+      el("div", {class: "card"}, el("span", {class: "muted"}, `Cost of non-compliant resources (${data.billing_period})`), el("b", {id: "tags-cost"}, costs)),
       ...data.summary.map(g => el("div", {class: "card"}, el("span", {class: "muted"}, g.policy + " · " + g.provider),
         el("b", {}, `${g.non_compliant} / ${g.resources} non-compliant`)))));
     renderTable(box, [
