@@ -44,6 +44,8 @@ PREFIX = "exports/bench"
 PG_DSN = os.environ.get("FINOPS_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
 REDIS_URL = os.environ.get("FINOPS_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 CENT = Decimal("0.01")
+STAGES = ("import_finops_airflow_hooks_s", "s3_manifest_and_download_s", "duckdb_convert_s", "gx_import_s",
+          "gx_validate_s", "warehouse_connect_migrate_s", "postgres_replace_partition_s")
 
 
 def _load_avg() -> str:
@@ -92,9 +94,32 @@ def _drop_schema(schema: str) -> None:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
+def _cur_month(root: Path, rows: int) -> dict:
+    """Generate one CUR 2.0 month under `root` once (cached: a 1M-row month takes minutes)."""
+    from finops.demo.cur_generator import GenSpec, write_cur2_period
+
+    meta = root / "delivery.json"
+    if meta.exists():
+        return json.loads(meta.read_text())
+    if root.exists():
+        shutil.rmtree(root)
+    # the seed differs per size: each size is its own delivery (own execution id, own raw cache)
+    d = write_cur2_period(root, GenSpec(period=PERIOD, rows=rows, seed=rows),
+                          prefix=PREFIX, bucket=BUCKET)
+    info = {"root": str(root), "keys": [*d.data_keys, d.manifest_key], "rows": d.totals.rows,
+            "billed": str(d.totals.billed_total.quantize(CENT)),
+            "parquet_mb": round(sum((root / k).stat().st_size for k in d.data_keys) / 2**20, 1)}
+    meta.write_text(json.dumps(info))
+    return info
+
+
 # --------------------------------------------------------------------------- 1. spine, stage by stage
 def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
+    import logging
+
     os.environ.update(env)
+    for noisy in ("great_expectations", "werkzeug", "py.warnings"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     t = {}
     t0 = time.perf_counter()
     from finops.config import get_config
@@ -140,6 +165,7 @@ def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
 
 
 def run_spine(base_env: dict[str, str], schema: str, home: Path) -> dict:
+    home.mkdir(parents=True, exist_ok=True)
     env = dict(base_env, FINOPS_CONFIG=str(_write_config(home / "spine.yaml", "", schema)),
                FINOPS_HOME=str(home / "spine-home"))
     ctx = mp.get_context("spawn")
@@ -261,17 +287,22 @@ def run_celery(base_env: dict[str, str], schema: str, home: Path, admin_dsn: str
 # --------------------------------------------------------------------------- main
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--rows", default="200000,1000000",
+                    help="comma-separated sizes: the spine runs at each (a line through the two largest "
+                         "extrapolates to 10M rows); dag.test and Celery run at the largest")
     ap.add_argument("--modes", default="spine,dagtest,celery")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "finops-bench-cur"))
     ap.add_argument("--json", help="write the figures here too")
     args = ap.parse_args()
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
 
+    import logging
+
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from finops.demo.cur_generator import GenSpec, write_cur2_period
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per S3 request otherwise
+
     from tests.integration.airflow_topology import admin_dsn_from, check_postgres, check_redis, free_port
 
     admin_dsn = admin_dsn_from(PG_DSN)
@@ -282,18 +313,17 @@ def main() -> int:
         u = urlsplit(REDIS_URL)
         check_redis(u.hostname or "127.0.0.1", u.port or 6379)
 
-    out: dict = {"rows_requested": args.rows, "period": PERIOD, "cpus": os.cpu_count(), "load_avg_start": _load_avg()}
-    cache = Path(args.cache) / f"rows{args.rows}"
-    spec = GenSpec(period=PERIOD, rows=args.rows, seed=11)
-    t = time.perf_counter()
-    delivery = write_cur2_period(cache, spec, prefix=PREFIX, bucket=BUCKET)  # deterministic: same file each time
-    out["generate_s"] = round(time.perf_counter() - t, 1)
-    data_file = cache / delivery.data_keys[0]
-    out["cur_rows"] = delivery.totals.rows
-    out["cur_file_mb"] = round(data_file.stat().st_size / 2**20, 1)
-    expected = delivery.totals.billed_total.quantize(CENT)
-    print(f"CUR month: {delivery.totals.rows:,} rows, {out['cur_file_mb']} MB parquet, billed {expected} "
-          f"(generated in {out['generate_s']} s); load average {_load_avg()}", flush=True)
+    sizes = sorted({int(x) for x in args.rows.split(",") if x.strip()})
+    out: dict = {"sizes": sizes, "period": PERIOD, "cpus": os.cpu_count(), "load_avg_start": _load_avg()}
+    deliveries = {}
+    for rows in sizes:
+        t = time.perf_counter()
+        d = _cur_month(Path(args.cache) / f"rows{rows}", rows)
+        deliveries[rows] = d
+        out[f"cur_{rows}"] = {"rows": d["rows"], "parquet_mb": d["parquet_mb"], "billed": d["billed"],
+                              "generate_or_cache_s": round(time.perf_counter() - t, 1)}
+        print(f"CUR month: {d['rows']:,} rows, {d['parquet_mb']} MB parquet, billed {d['billed']} "
+              f"({time.perf_counter() - t:.1f} s); load average {_load_avg()}", flush=True)
 
     port = free_port()
     port_srv = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -306,18 +336,22 @@ def main() -> int:
         s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
                           aws_access_key_id="bench", aws_secret_access_key="bench")
         s3.create_bucket(Bucket=BUCKET)
-        t = time.perf_counter()
-        for rel in (*delivery.data_keys, delivery.manifest_key):
-            s3.upload_file(str(cache / rel), BUCKET, f"{PREFIX}/{rel}")
-        out["upload_to_moto_s"] = round(time.perf_counter() - t, 1)
-
-        for mode in modes:
+        runs = [("spine", rows) for rows in sizes if "spine" in modes]
+        runs += [(m, sizes[-1]) for m in modes if m != "spine"]
+        uploaded = None
+        for mode, rows in runs:
+            delivery = deliveries[rows]
+            if uploaded != rows:  # the newest manifest for the period is what every mode loads
+                for rel in delivery["keys"]:
+                    s3.upload_file(str(Path(delivery["root"]) / rel), BUCKET, f"{PREFIX}/{rel}")
+                uploaded = rows
+            expected = Decimal(delivery["billed"])
             schema = f"bench_{mode}_{uuid.uuid4().hex[:8]}"
             schemas.append(schema)
-            print(f"\n== {mode} (load average {_load_avg()})", flush=True)
+            print(f"\n== {mode} {rows:,} rows (load average {_load_avg()})", flush=True)
             t = time.perf_counter()
             if mode == "spine":
-                res = run_spine(base_env, schema, home)
+                res = run_spine(base_env, schema, home / f"spine-{rows}")
             elif mode == "dagtest":
                 res = run_dagtest(base_env, schema, home)
             elif mode == "celery":
@@ -329,7 +363,7 @@ def main() -> int:
             res["warehouse_rows"] = n
             res["billed_matches_generator"] = billed.quantize(CENT) == expected
             res["load_avg_end"] = _load_avg()
-            out[mode] = res
+            out[f"{mode}_{rows}"] = res
             print(json.dumps(res, indent=1, default=str), flush=True)
             if not res["billed_matches_generator"]:
                 print(f"!! {mode}: warehouse billed {billed} != generator {expected}", flush=True)
@@ -341,22 +375,28 @@ def main() -> int:
 
     out["load_avg_end"] = _load_avg()
     print("\n== summary")
-    if "spine" in out:
-        sp = out["spine"]
-        per_m = 1e6 / max(sp["rows"], 1)
-        variable = sum(sp[k] for k in ("s3_manifest_and_download_s", "duckdb_convert_s", "gx_validate_s",
-                                       "postgres_replace_partition_s"))
-        fixed = sp["import_finops_airflow_hooks_s"] + sp["gx_import_s"] + sp["warehouse_connect_migrate_s"]
-        print(f"spine: {sp['total_s']:.1f} s for {sp['rows']:,} FOCUS rows (fixed {fixed:.1f} s, "
-              f"row-proportional {variable:.1f} s = {variable * per_m:.1f} s per 1M rows; peak RSS {sp['peak_rss_mb']:.0f} MB)")
-        print(f"  -> 10M rows by linear extrapolation: ~{fixed + variable * per_m * 10:.0f} s")
+    spines = [(r, out[f"spine_{r}"]) for r in sizes if f"spine_{r}" in out]
+    for rows, sp in spines:
+        print(f"spine {rows:>10,}: " + ", ".join(f"{k[:-2]} {v:.1f}" for k, v in sp.items() if k.endswith("_s")))
+    if len(spines) >= 2:
+        a, b = spines[-2][1], spines[-1][1]
+        n1, n2 = a["rows"], b["rows"]
+        est = {}
+        for k in STAGES:
+            slope = (b[k] - a[k]) / (n2 - n1)
+            est[k] = max(b[k] + slope * (10_000_000 - n2), 0.0)
+        out["spine_10M_linear_estimate_s"] = {k: round(v, 1) for k, v in est.items()}
+        print("10M rows, linear through the two largest sizes: "
+              + ", ".join(f"{k[:-2]} ~{v:.0f}" for k, v in est.items()) + f"; total ~{sum(est.values()):.0f} s")
     for mode in ("dagtest", "celery"):
-        if mode in out:
-            key = "process_wall_s" if mode == "dagtest" else "trigger_to_success_s"
-            print(f"{mode}: {out[mode][key]:.1f} s end to end")
+        key = f"{mode}_{sizes[-1]}"
+        if key in out:
+            wall = out[key]["process_wall_s"] if mode == "dagtest" else out[key]["trigger_to_success_s"]
+            print(f"{mode} {sizes[-1]:,} rows: {wall:.1f} s end to end")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
-    return 0 if all(out[m].get("billed_matches_generator") for m in modes if m in out) else 1
+    return 0 if all(v.get("billed_matches_generator") for k, v in out.items()
+                    if isinstance(v, dict) and "billed_matches_generator" in v) else 1
 
 
 if __name__ == "__main__":

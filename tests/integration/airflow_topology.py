@@ -10,6 +10,7 @@ Airflow version (`ct_af_tpl_<version>`) and each topology gets its own copy
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import json
@@ -245,6 +246,7 @@ class Topology:
         self.home.mkdir(parents=True, exist_ok=True)
         self.build_env()
         self.db_name = create_metadata_db(self.admin_dsn, self.env, self.log_dir)
+        atexit.register(self._atexit)  # interrupted runs too (pytest teardown is the normal path)
         self.build_env_db()
         self.timings["metadata_db_s"] = time.monotonic() - t0
         for name, argv in (
@@ -300,11 +302,18 @@ class Topology:
         if self.db_name:
             try:
                 drop_database(self.admin_dsn, self.db_name)
+                self.db_name = None
             except Exception as e:  # noqa: BLE001
                 problems.append(f"drop database {self.db_name}: {e!r}")
         with contextlib.suppress(Exception):
             self._purge_broker()
         return problems
+
+    def _atexit(self) -> None:
+        if self.db_name:
+            procs.kill_all()
+            with contextlib.suppress(Exception):
+                drop_database(self.admin_dsn, self.db_name)
 
     def _purge_broker(self) -> None:
         import redis
@@ -313,6 +322,11 @@ class Topology:
         keys = [k for k in r.scan_iter(match=f"*{self.queue}*")]
         if keys:
             r.delete(*keys)
+        # A SIGKILLed worker leaves its unacknowledged messages in kombu's `unacked` hash.
+        mine = [tag for tag, body in r.hgetall("unacked").items() if self.queue.encode() in body]
+        if mine:
+            r.hdel("unacked", *mine)
+            r.zrem("unacked_index", *mine)
 
     # -- health ------------------------------------------------------------------------
     def _api_up(self) -> bool:
