@@ -48,6 +48,25 @@ def billing_params() -> dict[str, Param]:
     }
 
 
+def _refresh_ui_rollups() -> None:
+    """Keep the FinOps UI's daily / per-resource rollups in step with the partitions just loaded.
+    Rollups are derived data: pages read stale partitions straight from focus_costs, so a failure
+    here is logged, never a reason to fail the billing run."""
+    import logging
+
+    try:
+        from finops.ui.rollup import refresh_stale
+        from finops.warehouse import connect
+
+        wh = connect()
+        try:
+            refresh_stale(wh)
+        finally:
+            wh.close()
+    except Exception:  # noqa: BLE001 - see docstring
+        logging.getLogger(__name__).exception("UI rollup refresh failed; pages fall back to focus_costs")
+
+
 def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
     @dag(
         dag_id=f"finops_billing_{provider}",
@@ -109,6 +128,8 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
                 "by_partition": {f"{r['source']}/{r['billing_period']}": r.get("status") for r in results},
             }
             print(f"billing {provider}: {summary}")
+            if loaded and not get_current_context()["params"].get("dry_run"):
+                _refresh_ui_rollups()
             return summary
 
         publish_summary(load_partition_task.expand(item=plan_loads_task()))
