@@ -116,16 +116,19 @@ def gcp_connection(endpoint: str, project: str) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def bigquery_emulator(conn_id: str | None = None, project: str = "billing-proj") -> Iterator[str]:
-    """A running in-process BigQuery emulator (ephemeral); yields its REST URL."""
-    from bqemulator.config import PersistenceMode, Settings
+def bigquery_emulator(conn_id: str | None = None, project: str = "billing-proj",
+                      log_level: str = "warning") -> Iterator[str]:
+    """A running in-process BigQuery emulator (ephemeral); yields its REST URL. Its start
+    reconfigures structlog and the root logger (`basicConfig(force=True)`) at `log_level`:
+    one JSON line per request at "info"."""
+    from bqemulator.config import LogLevel, PersistenceMode, Settings
     from bqemulator.storage import engine as bq_engine
 
     saved = (bq_engine.DuckDBEngine._load_spatial, bq_engine.DuckDBEngine._load_format_extensions)
     bq_engine.DuckDBEngine._load_spatial = lambda self: None  # offline: no INSTALL spatial
     bq_engine.DuckDBEngine._load_format_extensions = lambda self: None
     settings = Settings(persistence_mode=PersistenceMode.EPHEMERAL, rest_host="127.0.0.1", rest_port=0,
-                        grpc_host="127.0.0.1", grpc_port=0)
+                        grpc_host="127.0.0.1", grpc_port=0, log_level=LogLevel(log_level))
     emu = ThreadedBigQuery(settings)
     try:
         emu.start()

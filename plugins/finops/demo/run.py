@@ -329,6 +329,26 @@ def _check(got: Decimal, expected: Decimal) -> str:
     return "ok" if got.quantize(cent) == expected.quantize(cent) else "MISMATCH"
 
 
+# Loud at INFO in this process (emulators on threads, SDK request dumps, the Lambda replay);
+# the DAG runs' own logs go to demo.log and the Airflow task logs.
+NOISY_LOGGERS = ("azure", "bqemulator", "uvicorn", "uvicorn.error", "uvicorn.access", "sqlglot", "botocore",
+                 "werkzeug", "finops", "httpx")
+
+
+def quiet_logging() -> None:
+    """Keep the terminal to the demo's own progress lines and summary."""
+    import warnings
+
+    logging.getLogger("airflow").setLevel(logging.WARNING)  # "Reading the config ..." on import
+    import airflow.sdk  # noqa: F401 - Airflow configures logging on import: do it before muting
+    import structlog
+
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
+
+
 def run_demo(months: int = 3, rows_per_month: int = 20_000,
              extra_seeders: list[Callable[[list[str]], None]] | None = None) -> int:
     from finops.demo import emulators
@@ -336,6 +356,7 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
     home = finops_home()
     print(f"airflow-finops demo — FINOPS_HOME={home}", flush=True)
     prepare_airflow_env(home)
+    quiet_logging()
     periods = demo_periods(months)
     log_file = home / "demo.log"
     log_file.write_text("")
