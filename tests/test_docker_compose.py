@@ -57,3 +57,12 @@ def test_referenced_paths_exist():
 def test_no_secrets_in_compose_beyond_local_defaults():
     text = (REPO / "docker-compose.yaml").read_text()
     assert "AKIA" not in text and "xoxb-" not in text and "hooks.slack.com" not in text
+
+
+def test_pools_created_match_the_pools_the_dags_use():
+    c = _compose()
+    env = c["x-airflow-common"]["environment"]
+    init = "\n".join(c["services"]["airflow-init"]["command"])
+    for var, pool in env.items():
+        if var.startswith(("FINOPS_BILLING_POOL", "FINOPS_PRICES_POOL")):
+            assert f"airflow pools set {pool} " in init, f"{var}={pool} is never created"

@@ -5,6 +5,7 @@ retries, Params, mapping and the Asset outlet instead of copying them."""
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
@@ -67,6 +68,14 @@ def _refresh_ui_rollups() -> None:
         logging.getLogger(__name__).exception("UI rollup refresh failed; pages fall back to focus_costs")
 
 
+def billing_pool(provider: str) -> str:
+    """Pool for the mapped loads, from the environment only (no metadata-DB I/O at parse time):
+    FINOPS_BILLING_POOL_<PROVIDER>, then FINOPS_BILLING_POOL, else default_pool. A pool caps how
+    many loads hit one cloud API / warehouse at once across all runs and workers."""
+    return (os.environ.get(f"FINOPS_BILLING_POOL_{provider.upper()}") or os.environ.get("FINOPS_BILLING_POOL")
+            or "default_pool")
+
+
 def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
     @dag(
         dag_id=f"finops_billing_{provider}",
@@ -101,6 +110,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
             task_id="load_partition",
             map_index_template="{{ finops_label }}",
             max_active_tis_per_dagrun=4,
+            pool=billing_pool(provider),
         )
         def load_partition_task(item: dict) -> dict:
             from airflow.sdk.exceptions import AirflowFailException
