@@ -396,7 +396,7 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
     print(summary(periods, expected))
     print(f"""
 Where to look:
-  warehouse (DuckDB):   {home / 'warehouse.duckdb'}   e.g. duckdb {home / 'warehouse.duckdb'} "FROM focus_costs LIMIT 5"
+  warehouse (DuckDB):   {home / 'warehouse.duckdb'}   query it: .venv/bin/python -c "import duckdb; print(duckdb.connect('{home / 'warehouse.duckdb'}', read_only=True).sql('FROM focus_costs LIMIT 5'))"
   Airflow task logs:    {home / 'airflow' / 'logs'}   (run output: {log_file})
   quarantine:           {home / 'quarantine'}
   FOCUS export:         .venv/bin/finops export focus --period {periods[-1]} --out {home / 'focus.parquet'}
