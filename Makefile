@@ -41,7 +41,7 @@ node_modules/.bin/azurite-blob: package.json package-lock.json
 chromium:
 	@bash scripts/ensure_chromium.sh
 
-demo: setup
+demo: setup node-tools
 	$(BIN)/finops demo
 
 test: setup services focus-validator node-tools chromium
