@@ -95,3 +95,20 @@ def duckdb_wh(finops_home):
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_SESSION_TMP, ignore_errors=True)
+    session.config._finops_exitstatus = int(exitstatus)  # type: ignore[attr-defined]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """duckdb 2.0's nanobind bindings print pages of harmless 'leaked instance' reports during
+    interpreter finalisation, AFTER pytest's summary line, so the summary would not be the last
+    thing a reader (or CI) sees. Once pytest has written everything, the controller process exits
+    directly with pytest's own status. xdist workers are left alone (they report to the controller)."""
+    if hasattr(config, "workerinput"):
+        return
+    status = getattr(config, "_finops_exitstatus", None)
+    if status is None:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
