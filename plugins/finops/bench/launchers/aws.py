@@ -16,8 +16,8 @@ from finops.bench.launchers.base import (
     TAG_RUN,
     CapReached,
     Instance,
-    LaunchError,
     LaunchSpec,
+    launch_failed,
     parse_iso,
 )
 from finops.bench.settings import Target
@@ -82,18 +82,7 @@ class AwsLauncher:
             log.info("launched %s for bench run %s", ids, spec.bench_run_id)
             return ids
         except Exception as e:
-            # The call may have created the instance before failing (timeout, throttled reply):
-            # find it by tag and terminate it before reporting the error.
-            cleaned = True
-            try:
-                left = [i.instance_id for i in self.find(spec.bench_run_id)]
-                if left:
-                    log.warning("launch of %s failed after creating %s: terminating", spec.bench_run_id, left)
-                    self.terminate(left)
-            except Exception as ce:  # noqa: BLE001 - report both; teardown retries the cleanup
-                log.error("cleanup after failed launch of %s failed: %s", spec.bench_run_id, ce)
-                cleaned = False
-            raise LaunchError(f"run_instances for {spec.bench_run_id} failed: {e}", cleaned=cleaned) from e
+            raise launch_failed(self, spec, e, "run_instances") from e
 
     def find(self, bench_run_id: str | None = None) -> list[Instance]:
         filters = [{"Name": f"tag:{TAG_BENCH}", "Values": ["true"]},

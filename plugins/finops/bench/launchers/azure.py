@@ -20,8 +20,8 @@ from finops.bench.launchers.base import (
     TAG_RUN,
     CapReached,
     Instance,
-    LaunchError,
     LaunchSpec,
+    launch_failed,
     parse_iso,
 )
 from finops.bench.launchers.rest import ApiError, RestClient
@@ -98,15 +98,7 @@ class AzureLauncher:
             self.api.call("PUT", f"{self._vms}/{name}", params={"api-version": API_VERSION}, json=self.body(spec))
             return [name]
         except Exception as e:
-            cleaned = True
-            try:
-                left = [i.instance_id for i in self.find(spec.bench_run_id)]
-                if left:
-                    self.terminate(left)
-            except Exception as ce:  # noqa: BLE001
-                log.error("cleanup after failed Azure PUT failed: %s", ce)
-                cleaned = False
-            raise LaunchError(f"Azure VM create for {spec.bench_run_id} failed: {e}", cleaned=cleaned) from e
+            raise launch_failed(self, spec, e, "Azure VM create") from e
 
     def find(self, bench_run_id: str | None = None) -> list[Instance]:
         out: list[Instance] = []

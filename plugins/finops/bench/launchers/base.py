@@ -9,6 +9,7 @@ get an encoded form (see gcp.py).
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -19,6 +20,8 @@ TAG_DAG = "finops:dag-id"
 TAG_DAG_RUN = "finops:run-id"
 TAG_EXPIRES = "finops:expires-at"
 NAME_PREFIX = "finops-bench-"
+
+log = logging.getLogger(__name__)
 
 
 class LaunchError(RuntimeError):
@@ -105,3 +108,19 @@ def parse_iso(v: str | None) -> datetime | None:
     except ValueError:
         return None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def launch_failed(launcher: Launcher, spec: LaunchSpec, error: BaseException, what: str) -> LaunchError:
+    """The one cleanup path after a failed create, for every cloud: the call may have created
+    the instance before failing (timeout, throttled reply), so find it by tag and terminate it
+    before reporting. `cleaned=False` when that cleanup itself failed (teardown retries it)."""
+    cleaned = True
+    try:
+        left = [i.instance_id for i in launcher.find(spec.bench_run_id)]
+        if left:
+            log.warning("%s for %s failed after creating %s: terminating", what, spec.bench_run_id, left)
+            launcher.terminate(left)
+    except Exception as ce:  # noqa: BLE001 - report both; teardown retries the cleanup
+        log.error("cleanup after failed %s for %s failed: %s", what, spec.bench_run_id, ce)
+        cleaned = False
+    return LaunchError(f"{what} for {spec.bench_run_id} failed: {error}", cleaned=cleaned)

@@ -14,7 +14,13 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.bench.launchers.base import NAME_PREFIX, CapReached, Instance, LaunchError, LaunchSpec
+from finops.bench.launchers.base import (
+    NAME_PREFIX,
+    CapReached,
+    Instance,
+    LaunchSpec,
+    launch_failed,
+)
 from finops.bench.launchers.rest import ApiError, RestClient
 from finops.bench.settings import Target
 
@@ -97,15 +103,7 @@ class GcpLauncher:
                           params={"requestId": request_id}, json=self.body(spec))  # requestId: retry-safe
             return [f"{self.target.zone}/{NAME_PREFIX}{spec.bench_run_id}"]
         except Exception as e:
-            cleaned = True
-            try:
-                left = [i.instance_id for i in self.find(spec.bench_run_id)]
-                if left:
-                    self.terminate(left)
-            except Exception as ce:  # noqa: BLE001
-                log.error("cleanup after failed GCP insert failed: %s", ce)
-                cleaned = False
-            raise LaunchError(f"GCP insert for {spec.bench_run_id} failed: {e}", cleaned=cleaned) from e
+            raise launch_failed(self, spec, e, "GCP insert") from e
 
     def find(self, bench_run_id: str | None = None) -> list[Instance]:
         filt = f"labels.{L_BENCH}=true"

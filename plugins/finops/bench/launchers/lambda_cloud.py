@@ -14,7 +14,13 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.bench.launchers.base import NAME_PREFIX, CapReached, Instance, LaunchError, LaunchSpec
+from finops.bench.launchers.base import (
+    NAME_PREFIX,
+    CapReached,
+    Instance,
+    LaunchSpec,
+    launch_failed,
+)
 from finops.bench.launchers.rest import RestClient
 from finops.bench.settings import Target
 
@@ -74,16 +80,7 @@ class LambdaLauncher:
             resp = self.api.call("POST", "/api/v1/instance-operations/launch", json=body, idempotent=False)
             return list(resp["data"]["instance_ids"])
         except Exception as e:
-            cleaned = True
-            try:
-                left = [i.instance_id for i in self.find(spec.bench_run_id)]
-                if left:
-                    log.warning("Lambda launch of %s failed after creating %s: terminating", spec.bench_run_id, left)
-                    self.terminate(left)
-            except Exception as ce:  # noqa: BLE001 - teardown retries
-                log.error("cleanup after failed Lambda launch failed: %s", ce)
-                cleaned = False
-            raise LaunchError(f"Lambda launch for {spec.bench_run_id} failed: {e}", cleaned=cleaned) from e
+            raise launch_failed(self, spec, e, "Lambda launch") from e
 
     def find(self, bench_run_id: str | None = None) -> list[Instance]:
         data = self.api.call("GET", "/api/v1/instances")["data"]
