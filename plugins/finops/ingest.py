@@ -215,6 +215,26 @@ def _short(e: BaseException, limit: int = 600) -> str:
     return msg if len(msg) <= limit else msg[: limit - 3] + "..."
 
 
+def check_staging(batch: RawBatch, result: StagingResult) -> tuple[Any, list[str]]:
+    """Validate a converted delivery exactly as a load does: the GX suite plus an exact
+    BilledCost reconciliation with the raw export. Returns (report, failures); loads and dry
+    runs both call this, so a dry run can never judge a delivery differently from a load."""
+    from finops.quality import validate_staging
+
+    report = validate_staging(
+        [result.staging_file],
+        source=batch.source,
+        billing_period=batch.billing_period,
+        raw_billed_total=result.raw_billed_total,
+    )
+    failures = list(report.failures)
+    if result.raw_billed_total != result.focus_billed_total:  # belt and braces: money must match exactly
+        failures.append(
+            f"reconciliation: sum(billed_cost) {result.focus_billed_total} != raw total {result.raw_billed_total}"
+        )
+    return report, failures
+
+
 # --------------------------------------------------------------------------- load
 def _latest_loaded_id(wh: Warehouse, source: str, period: str) -> str | None:
     rows = wh.query(
@@ -288,22 +308,10 @@ def load_batch(
         entry.focus_effective_total = result.focus_effective_total
         entry.currency = ",".join(result.currencies) or batch.currency_hint
 
-        from finops.quality import validate_staging
-
         try:
-            report = validate_staging(
-                [staging_file],
-                source=batch.source,
-                billing_period=batch.billing_period,
-                raw_billed_total=result.raw_billed_total,
-            )
+            report, failures = check_staging(batch, result)
         except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
             return _quarantine(wh, batch, entry, error=f"validation could not run: {_short(e)}")
-        failures = list(report.failures)
-        if result.raw_billed_total != result.focus_billed_total:  # belt and braces: money must match exactly
-            failures.append(
-                f"reconciliation: sum(billed_cost) {result.focus_billed_total} != raw total {result.raw_billed_total}"
-            )
         if not report.success or failures:
             return _quarantine(wh, batch, entry, report=report, error="; ".join(failures) or "validation failed")
 

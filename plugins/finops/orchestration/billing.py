@@ -82,7 +82,6 @@ def dry_run_batch(batch: Any, converter: Any) -> dict:
     warehouse (the staging file is removed). What an ad-hoc audit of a new export wants."""
     from finops import ingest
     from finops.paths import subdir
-    from finops.quality import validate_staging
 
     load_id = ingest.make_load_id(batch.source, batch.billing_period, batch.fingerprint)
     ctx = ingest.ConvertContext(batch.source, batch.provider, batch.billing_period, load_id)
@@ -92,12 +91,11 @@ def dry_run_batch(batch: Any, converter: Any) -> dict:
             res = ingest.convert_to_staging(batch, converter, ctx, staging)
         except ingest.ConversionError as e:
             return {"status": "dry_run", "valid": False, "failures": [str(e)], "rows": 0}
-        report = validate_staging([staging], source=batch.source, billing_period=batch.billing_period,
-                                  raw_billed_total=res.raw_billed_total)
+        report, failures = ingest.check_staging(batch, res)
         return {
             "status": "dry_run",
-            "valid": report.success and res.raw_billed_total == res.focus_billed_total,
-            "failures": list(report.failures),
+            "valid": report.success and not failures,
+            "failures": failures,
             "rows": res.row_count,
             "billed_total": str(res.focus_billed_total),
             "raw_billed_total": str(res.raw_billed_total),
