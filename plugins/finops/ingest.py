@@ -15,6 +15,7 @@ import logging
 import os
 import re
 import shutil
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -145,6 +146,32 @@ def _canonical_select(inner: str) -> str:
     return f"SELECT\n  {cols}\nFROM (\n{inner}\n) AS focus_out"
 
 
+def _raw_views(con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Converter, ctx: ConvertContext) -> None:
+    """Temp views `finops_raw_src` (the files as read) and `finops_raw` (normalised) on `con`;
+    fills ctx.raw_columns. ConversionError for unreadable files or missing required columns."""
+    files = [str(p) for p in batch.files]
+    try:
+        con.execute(f"CREATE OR REPLACE TEMP VIEW finops_raw_src AS {converter.reader_sql(files)}")
+        cols = {r[0]: r[1] for r in con.execute("DESCRIBE finops_raw_src").fetchall()}
+        normalize = getattr(converter, "normalize_sql", None)
+        if normalize is not None:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW finops_raw AS {normalize('finops_raw_src', cols)}")
+            cols = {r[0]: r[1] for r in con.execute("DESCRIBE finops_raw").fetchall()}
+        else:
+            con.execute("CREATE OR REPLACE TEMP VIEW finops_raw AS SELECT * FROM finops_raw_src")
+    except Exception as e:  # noqa: BLE001 - any reader failure is a bad-input error
+        raise ConversionError(f"cannot read raw files: {_short(e)}") from e
+    missing = [c for c in getattr(converter, "required_raw_columns", ()) if c not in cols]
+    if missing:
+        raise ConversionError(f"missing required column(s): {', '.join(missing)}")
+    ctx.raw_columns = cols
+
+
+def _drop_views(con: duckdb.DuckDBPyConnection) -> None:
+    for view in ("finops_batch", "finops_raw", "finops_raw_src"):
+        con.execute(f"DROP VIEW IF EXISTS {view}")
+
+
 def convert_to_staging(
     batch: RawBatch, converter: Converter, ctx: ConvertContext, staging_file: Path
 ) -> StagingResult:
@@ -160,22 +187,7 @@ def convert_to_staging(
     staging_file.parent.mkdir(parents=True, exist_ok=True)
     con = _engine(tmp)
     try:
-        files = [str(p) for p in batch.files]
-        try:
-            con.execute(f"CREATE VIEW finops_raw_src AS {converter.reader_sql(files)}")
-            cols = {r[0]: r[1] for r in con.execute("DESCRIBE finops_raw_src").fetchall()}
-            normalize = getattr(converter, "normalize_sql", None)
-            if normalize is not None:
-                con.execute(f"CREATE VIEW finops_raw AS {normalize('finops_raw_src', cols)}")
-                cols = {r[0]: r[1] for r in con.execute("DESCRIBE finops_raw").fetchall()}
-            else:
-                con.execute("CREATE VIEW finops_raw AS SELECT * FROM finops_raw_src")
-        except Exception as e:  # noqa: BLE001 - any reader failure is a bad-input error
-            raise ConversionError(f"cannot read raw files: {_short(e)}") from e
-        missing = [c for c in getattr(converter, "required_raw_columns", ()) if c not in cols]
-        if missing:
-            raise ConversionError(f"missing required column(s): {', '.join(missing)}")
-        ctx.raw_columns = cols
+        _raw_views(con, batch, converter, ctx)
         sql = _canonical_select(converter.focus_sql("finops_raw", ctx))
         try:
             con.execute(
@@ -260,6 +272,7 @@ def load_batch(
     run_id: str | None = None,
     force: bool = False,
     keep_staging: bool = False,
+    direct: bool | None = None,
 ) -> LoadLogEntry:
     """Convert, validate and load one delivery; returns its `load_log` entry.
 
@@ -267,7 +280,11 @@ def load_batch(
     is already the latest load; skipped unless force=True), `empty` (no data files: nothing
     touched), `quarantined` (bad input or failed validation: files kept under
     FINOPS_HOME/quarantine, alert emitted, partition untouched). Warehouse errors while
-    replacing are logged as `failed` and re-raised (the task should retry)."""
+    replacing are logged as `failed` and re-raised (the task should retry).
+
+    `direct` (default: whenever the warehouse can, i.e. embedded DuckDB) converts straight
+    into the warehouse table and validates the new rows before committing (`_load_direct`);
+    otherwise the delivery goes through staging parquet (PostgreSQL, dry runs)."""
     load_id = make_load_id(batch.source, batch.billing_period, batch.fingerprint)
     entry = LoadLogEntry(
         load_id=load_id,
@@ -296,12 +313,20 @@ def load_batch(
         return entry
 
     ctx = ConvertContext(batch.source, batch.provider, batch.billing_period, load_id)
+    if direct is not False and hasattr(wh, "replace_partition_select"):
+        done = _load_direct(wh, batch, converter, ctx, entry)
+        if done is not None:
+            return done
+    elif direct:
+        raise ValueError(f"a {wh.dialect} warehouse cannot load directly; use direct=None")
     staging_file = subdir("staging") / _safe(batch.source) / _safe(batch.billing_period) / f"{_safe(load_id)}.parquet"
+    t = time.perf_counter()
     try:
         try:
             result = convert_to_staging(batch, converter, ctx, staging_file)
         except ConversionError as e:
             return _quarantine(wh, batch, entry, error=str(e))
+        entry.timings["convert_s"] = time.perf_counter() - t
         entry.row_count = result.row_count
         entry.raw_billed_total = result.raw_billed_total
         entry.focus_billed_total = result.focus_billed_total
@@ -312,6 +337,7 @@ def load_batch(
             report, failures = check_staging(batch, result)
         except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
             return _quarantine(wh, batch, entry, error=f"validation could not run: {_short(e)}")
+        entry.timings["validate_s"] = time.perf_counter() - t - entry.timings["convert_s"]
         if not report.success or failures:
             return _quarantine(wh, batch, entry, report=report, error="; ".join(failures) or "validation failed")
 
@@ -326,14 +352,106 @@ def load_batch(
             except Exception:  # noqa: BLE001 - the original error matters more
                 log.exception("could not record failed load")
             raise
+        entry.timings["total_s"] = time.perf_counter() - t
+        entry.timings["load_s"] = entry.timings["total_s"] - entry.timings["convert_s"] - entry.timings["validate_s"]
         log.info(
-            "%s %s: loaded %d rows, billed %s %s (%s)",
+            "%s %s: loaded %d rows, billed %s %s (%s); %s",
             batch.source, batch.billing_period, entry.row_count, entry.focus_billed_total, entry.currency, load_id,
+            ", ".join(f"{k} {v:.1f}" for k, v in entry.timings.items()),
         )
         return entry
     finally:
         if not keep_staging:
             staging_file.unlink(missing_ok=True)
+
+
+def _load_direct(
+    wh: Any, batch: RawBatch, converter: Converter, ctx: ConvertContext, entry: LoadLogEntry
+) -> LoadLogEntry | None:
+    """Embedded-DuckDB fast path: in ONE warehouse transaction delete the partition, INSERT the
+    converter's SELECT over the raw files, validate the inserted rows with the very checks a
+    staging load runs (GX suite + exact reconciliation, `validate_relation`), then commit, or
+    roll back and quarantine. The month is written once and read once (bench/ingest.py).
+
+    Returns None when the INSERT itself fails (a NULL in a NOT NULL column, an uncastable
+    value, a corrupt file part-way): the caller then re-runs the delivery through staging,
+    whose report names the column, the rule and the rows, as it would for any other load."""
+    from finops.quality.validate import validate_relation
+    from finops.warehouse.duckdb_wh import InsertRefused
+
+    con = wh.con
+    verdict: dict[str, Any] = {}
+
+    def check(con: duckdb.DuckDBPyConnection) -> bool:
+        entry.timings["convert_insert_s"] = time.perf_counter() - t0
+        try:
+            raw = con.execute(converter.raw_billed_total_sql("finops_raw")).fetchone()
+            raw_total = Decimal(raw[0] if raw and raw[0] is not None else 0)
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW finops_batch AS SELECT * FROM {FOCUS_TABLE} "
+                f"WHERE x_source = {sql_literal(batch.source)} AND x_billing_period = {sql_literal(batch.billing_period)}"
+            )
+            report = validate_relation(
+                con, "finops_batch", source=batch.source, billing_period=batch.billing_period, raw_billed_total=raw_total
+            )
+        except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
+            verdict["error"] = f"validation could not run: {_short(e)}"
+            return False
+        st = report.stats
+        entry.row_count = int(st.get("row_count", 0))
+        entry.raw_billed_total = raw_total
+        entry.focus_billed_total = st.get("focus_billed_total")
+        entry.focus_effective_total = st.get("focus_effective_total")
+        entry.currency = ",".join(sorted(c for c in st.get("currencies", {}) if c != "None")) or batch.currency_hint
+        failures = list(report.failures)
+        if raw_total != entry.focus_billed_total:  # belt and braces, as check_staging
+            failures.append(
+                f"reconciliation: sum(billed_cost) {entry.focus_billed_total} != raw total {raw_total}"
+            )
+        verdict.update(report=report, failures=failures)
+        entry.timings["validate_s"] = time.perf_counter() - t0 - entry.timings["convert_insert_s"]
+        return report.success and not failures
+
+    t0 = time.perf_counter()
+    try:
+        try:
+            _raw_views(con, batch, converter, ctx)
+        except ConversionError as e:
+            return _quarantine(wh, batch, entry, error=str(e))
+        sql = _canonical_select(converter.focus_sql("finops_raw", ctx))
+        partition = {"x_source": batch.source, "x_billing_period": batch.billing_period}
+        try:
+            inserted = wh.replace_partition_select(FOCUS_TABLE, partition, sql, check=check, log=entry)
+        except InsertRefused as e:
+            log.warning(
+                "%s %s: direct load refused (%s); re-running through staging for the full report",
+                batch.source, batch.billing_period, _short(e, 300),
+            )
+            return None
+        except Exception as e:
+            entry.status = "failed"
+            entry.message = f"warehouse replace failed: {_short(e)}"
+            try:
+                wh.append_log(entry)
+            except Exception:  # noqa: BLE001 - the original error matters more
+                log.exception("could not record failed load")
+            raise
+    finally:
+        try:
+            _drop_views(con)
+        except Exception:  # noqa: BLE001 - temp views die with the connection anyway
+            log.debug("could not drop temp views", exc_info=True)
+    entry.timings["total_s"] = time.perf_counter() - t0
+    if inserted is None:
+        report = verdict.get("report")
+        error = verdict.get("error") or "; ".join(verdict.get("failures") or []) or "validation failed"
+        return _quarantine(wh, batch, entry, report=report, error=error)
+    log.info(
+        "%s %s: loaded %d rows, billed %s %s (%s); %s",
+        batch.source, batch.billing_period, inserted, entry.focus_billed_total, entry.currency, entry.load_id,
+        ", ".join(f"{k} {v:.1f}" for k, v in entry.timings.items()),
+    )
+    return entry
 
 
 def _quarantine(

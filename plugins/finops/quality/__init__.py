@@ -16,6 +16,7 @@ from typing import Any
 _EXPORTS = {
     "ValidationReport": "finops.quality.report",
     "validate_staging": "finops.quality.validate",
+    "validate_relation": "finops.quality.validate",
     "quarantine_batch": "finops.quality.quarantine",
     "quarantine_dir": "finops.quality.quarantine",
     "reconcile": "finops.quality.reconciliation",

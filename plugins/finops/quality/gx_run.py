@@ -1,6 +1,7 @@
-"""Run the rule suite with GX Core's SQL engine against a DuckDB view over the staging parquet.
+"""Run the rule suite with GX Core's SQL engine against a DuckDB relation: a view over staging
+parquet, or the partition the embedded warehouse has just inserted (not yet committed).
 
-Why SQL and not pandas: GX pushes every expectation down as SQL, DuckDB streams the parquet
+Why SQL and not pandas: GX pushes every expectation down as SQL, DuckDB streams the data
 column by column, so a 10M-row month validates in bounded memory. Two passes: BOOLEAN_ONLY
 over everything (one aggregate per column, fast), then SUMMARY only for the failed rules to
 get row counts and sample values for the messages.
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.quality.rules import Rule
 from finops.quality.suite import build_suite
+
+if TYPE_CHECKING:
+    import duckdb
 
 _QUIET = ("great_expectations", "great_expectations.core", "great_expectations.data_context")
 
@@ -30,19 +33,21 @@ def _context() -> Any:
     return ctx
 
 
-def run_suite(
-    db_path: Path, table: str, rules: list[Rule], *, memory_limit: str = "512MB", threads: int = 2
-) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
-    """(GX result as JSON dict, [(failed rule, its SUMMARY result entry)])."""
+def run_suite(con: duckdb.DuckDBPyConnection, table: str, rules: list[Rule]) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
+    """(GX result as JSON dict, [(failed rule, its SUMMARY result entry)]).
+
+    GX runs on `con` itself (gx_duckdb.shared): it sees `con`'s temp views and the rows of
+    its open transaction, and inherits its memory limit and threads."""
     import finops.quality.gx_duckdb as gd  # registers the dialect
 
     ctx = _context()
     name = f"staging_{uuid.uuid4().hex[:8]}"
-    ds = ctx.data_sources.add_sql(
-        name=name,
-        connection_string=f"{gd.SCHEME}:///{db_path}",
-        kwargs={"connect_args": {"config": {"memory_limit": memory_limit, "threads": threads}}},
-    )
+    with gd.shared(con) as engine_kwargs:
+        ds = ctx.data_sources.add_sql(name=name, connection_string=f"{gd.SCHEME}:///:memory:", kwargs=engine_kwargs)
+        return _validate(ds, table, rules)
+
+
+def _validate(ds: Any, table: str, rules: list[Rule]) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
     try:
         batch = (
             ds.add_table_asset(name="focus", table_name=table)
@@ -73,7 +78,7 @@ def run_suite(
     finally:
         try:
             ds.get_engine().dispose()
-        except Exception:  # disposal is best effort; the temp db is deleted by the caller
+        except Exception:  # disposal is best effort; the connection belongs to the caller
             logging.getLogger(__name__).debug("engine dispose failed", exc_info=True)
 
 

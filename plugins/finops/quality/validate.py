@@ -1,39 +1,49 @@
-"""validate_staging: schema check, GX suite, reconciliation for one FOCUS staging batch.
+"""validate_staging / validate_relation: schema check, GX suite, reconciliation for one FOCUS batch.
 
-Called by the billing spine (finops.ingest.load_batch) between conversion and load; a
-failing report sends the batch to quarantine. Data problems never raise: they become
-failures in the report. Bad arguments (period format, float money) do raise.
+Called by the billing spine (finops.ingest) between conversion and load; a failing report
+sends the batch to quarantine. Two entry points, one judgement: `validate_staging` reads
+staging parquet (PostgreSQL loads, dry runs); `validate_relation` reads a relation on a
+DuckDB connection we hold (the embedded warehouse validates the partition it has just
+inserted, inside the same transaction). Both run the same rules and the same reconciliation.
+Data problems never raise: they become failures in the report. Bad arguments (period
+format, float money) do raise.
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.quality.reconciliation import reconcile, to_cents
 from finops.quality.report import ValidationReport
 from finops.quality.rules import build_rules, check_period
 from finops.quality.schema_check import check_files
 
+if TYPE_CHECKING:
+    import duckdb
+
 log = logging.getLogger(__name__)
-VIEW = "staging"
+VIEW = "finops_staging"
+MONEY_COLUMNS = frozenset(
+    {"billed_cost", "effective_cost", "list_cost", "charge_period_start", "charge_period_end", "billing_currency"}
+)
 
 
 def _sql_str(s: str) -> str:
     return "'" + s.replace("'", "''") + "'"
 
 
-def _stats(con: Any) -> dict[str, Any]:
+def _stats(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, Any]:
     """One streaming pass for the totals the spine logs and reconciliation needs."""
     row = con.execute(
         f"SELECT count(*), coalesce(sum(billed_cost), 0), coalesce(sum(effective_cost), 0), "
-        f"coalesce(sum(list_cost), 0), min(charge_period_start), max(charge_period_end) FROM {VIEW}"
+        f"coalesce(sum(list_cost), 0), min(charge_period_start), max(charge_period_end) FROM {relation}"
     ).fetchone()
+    assert row is not None
     currencies = dict(
-        con.execute(f"SELECT billing_currency, count(*) FROM {VIEW} GROUP BY 1 ORDER BY 2 DESC").fetchall()
+        con.execute(f"SELECT billing_currency, count(*) FROM {relation} GROUP BY 1 ORDER BY 2 DESC").fetchall()
     )
     return {
         "row_count": row[0],
@@ -44,6 +54,44 @@ def _stats(con: Any) -> dict[str, Any]:
         "charge_period_max": row[5],
         "currencies": {str(k): v for k, v in currencies.items()},
     }
+
+
+def validate_relation(
+    con: duckdb.DuckDBPyConnection,
+    relation: str,
+    *,
+    source: str,
+    billing_period: str,
+    raw_billed_total: Decimal,
+    bad_columns: frozenset[str] | set[str] = frozenset(),
+    failures: list[str] | None = None,
+    stats: dict[str, Any] | None = None,
+) -> ValidationReport:
+    """Validate `relation` (a table or view name of OUR making, on `con`) as one batch.
+
+    `bad_columns`: columns a schema check found missing / mistyped (their rules are skipped,
+    the failures already name them)."""
+    check_period(billing_period)
+    to_cents(raw_billed_total)  # TypeError for float / str: money is Decimal end to end
+    failures = list(failures or [])
+    stats = {"raw_billed_total": raw_billed_total, **(stats or {})}
+    money_ok = not set(bad_columns) & MONEY_COLUMNS
+    if money_ok:
+        stats.update(_stats(con, relation))
+        if (msg := reconcile(stats["focus_billed_total"], raw_billed_total)) is not None:
+            failures.append(msg)
+    else:
+        failures.append("billed_cost: reconciliation skipped: money / period columns unusable")
+
+    from finops.quality.gx_run import failure_message, run_suite
+
+    rules = [r for r in build_rules(billing_period, source) if not set(r.needs) & set(bad_columns)]
+    gx_result, failed = run_suite(con, relation, rules)
+    failures += [failure_message(rule, entry) for rule, entry in failed]
+    stats["rules_checked"] = len(rules)
+    report = ValidationReport(not failures, failures, stats, gx_result)
+    log.info("validated %s %s: %s, %d failures", source, billing_period, report.success, len(failures))
+    return report
 
 
 def validate_staging(
@@ -59,7 +107,7 @@ def validate_staging(
     import duckdb
 
     check_period(billing_period)
-    to_cents(raw_billed_total)  # TypeError for float / str: money is Decimal end to end
+    to_cents(raw_billed_total)
     files = [Path(f).resolve() for f in staging_files]
     stats: dict[str, Any] = {"raw_billed_total": raw_billed_total, "files": [f.name for f in files]}
     if not files:
@@ -68,36 +116,19 @@ def validate_staging(
     if any(f.startswith("staging: cannot read") for f in failures):
         return ValidationReport(False, failures, stats, {})
 
-    with tempfile.TemporaryDirectory(prefix="finops-validate-") as tmp:
-        db = Path(tmp) / "validate.duckdb"
-        con = duckdb.connect(str(db), config={"memory_limit": memory_limit, "threads": threads})
-        try:
-            paths = ", ".join(_sql_str(str(f)) for f in files)
-            con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{paths}], union_by_name = true)")
-            money_ok = not bad_columns & {
-                "billed_cost",
-                "effective_cost",
-                "list_cost",
-                "charge_period_start",
-                "charge_period_end",
-                "billing_currency",
-            }
-            if money_ok:
-                stats.update(_stats(con))
-        finally:
-            con.close()
-        if money_ok:
-            if (msg := reconcile(stats["focus_billed_total"], raw_billed_total)) is not None:
-                failures.append(msg)
-        else:
-            failures.append("billed_cost: reconciliation skipped: money / period columns unusable")
-
-        from finops.quality.gx_run import failure_message, run_suite
-
-        rules = [r for r in build_rules(billing_period, source) if not set(r.needs) & bad_columns]
-        gx_result, failed = run_suite(db, VIEW, rules, memory_limit=memory_limit, threads=threads)
-    failures += [failure_message(rule, entry) for rule, entry in failed]
-    stats["rules_checked"] = len(rules)
-    report = ValidationReport(not failures, failures, stats, gx_result)
-    log.info("validated %s %s: %s, %d failures", source, billing_period, report.success, len(failures))
-    return report
+    con = duckdb.connect(":memory:", config={"memory_limit": memory_limit, "threads": threads})
+    try:
+        paths = ", ".join(_sql_str(str(f)) for f in files)
+        con.execute(f"CREATE VIEW {VIEW} AS SELECT * FROM read_parquet([{paths}], union_by_name = true)")
+        return validate_relation(
+            con,
+            VIEW,
+            source=source,
+            billing_period=billing_period,
+            raw_billed_total=raw_billed_total,
+            bad_columns=bad_columns,
+            failures=failures,
+            stats=stats,
+        )
+    finally:
+        con.close()

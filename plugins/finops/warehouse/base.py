@@ -50,9 +50,12 @@ class LoadLogEntry:
     run_id: str | None = None
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC).replace(tzinfo=None))
     finished_at: datetime | None = None
+    # seconds per phase of this load, for logs and bench/ingest.py (not a load_log column)
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
 
     def row(self) -> dict[str, Any]:
         d = asdict(self)
+        d.pop("timings")
         d["files"] = json.dumps(self.files)
         d["file_count"] = len(self.files)
         if d["finished_at"] is None:

@@ -15,7 +15,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +46,11 @@ def _ident(name: str) -> str:
     if not name.replace("_", "").isalnum():
         raise WarehouseError(f"refusing odd identifier {name!r}")
     return f'"{name}"'
+
+
+class InsertRefused(WarehouseError):
+    """The INSERT of `replace_partition_select` failed (bad data, constraint, read error):
+    rolled back, nothing changed."""
 
 
 class DuckDBWarehouse:
@@ -204,6 +209,52 @@ class DuckDBWarehouse:
                 raise
             raise WarehouseError(f"replace_partition {table} {partition} failed: {e}") from e
         return inserted
+
+    def replace_partition_select(
+        self,
+        table: str,
+        partition: dict[str, Any],
+        select_sql: str,
+        *,
+        check: Callable[[duckdb.DuckDBPyConnection], bool],
+        log: LoadLogEntry | None = None,
+    ) -> int | None:
+        """In ONE transaction: delete `partition`, insert the rows of `select_sql` (our own SQL,
+        over views on this connection), then `check(con)`, which sees the new rows; commit
+        (rows + `log`) only when it returns True, else roll back so the partition is as it was.
+
+        Why: converting straight into the table writes a month once; going through staging
+        parquet wrote it twice and read it twice more (bench/ingest.py). Returns the rows
+        inserted, None when `check` refused them; InsertRefused when the INSERT itself failed."""
+        if not partition:
+            raise WarehouseError("replace_partition_select needs at least one partition key")
+        where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
+        prev = self.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
+        self.con.execute("SET preserve_insertion_order = false")
+        self.con.execute("BEGIN")
+        try:
+            self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
+            try:
+                res = self.con.execute(f"INSERT INTO {_ident(table)} BY NAME {select_sql}").fetchone()
+            except duckdb.Error as e:
+                raise InsertRefused(f"insert into {table} failed: {e}") from e
+            inserted = int(res[0]) if res else 0
+            if not check(self.con):
+                self.con.execute("ROLLBACK")
+                return None
+            if log is not None:
+                log.row_count = inserted
+                self._insert_log(log)
+            self.con.execute("COMMIT")
+            return inserted
+        except BaseException:
+            try:
+                self.con.execute("ROLLBACK")
+            except duckdb.Error:  # already rolled back (DuckDB aborts a failed transaction)
+                pass
+            raise
+        finally:
+            self.con.execute(f"SET preserve_insertion_order = {'true' if prev and prev[0] else 'false'}")
 
     def _bulk_insert(self, table: str, files: list[str]) -> int:
         res = self.con.execute(
