@@ -1,10 +1,11 @@
 """Lambda Cloud: poll the public API, keep instance lifetimes in the warehouse, and hand the
 period's billable intervals to the spine (Lambda has no billing export).
 
-HTTP goes through the HTTP provider's HttpHook on connection `conn_id` (host e.g.
-https://cloud.lambda.ai, API key in the connection *password*, sent as a Bearer token).
-429 (honouring Retry-After) and 5xx are retried with exponential backoff; other errors
-raise at once. The lifetime / gap rule itself is pure: finops.focus.lambda_cloud.
+HTTP goes through finops.http_client to the host of HTTP connection `conn_id` (e.g.
+https://cloud.lambda.ai; a bare host gets the connection's schema, else https), API key in
+the connection *password*, sent as a Bearer token. 429 (honouring Retry-After) and 5xx are
+retried with exponential backoff; other errors raise at once. The lifetime / gap rule itself
+is pure: finops.focus.lambda_cloud.
 
 Each DAG run is one poll: `plan_batches` polls, folds the poll into
 `lambda_instance_lifetimes` (+ a `lambda_polls` row), then writes the billing period's
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops.focus.lambda_cloud import DEFAULT_MAX_GAP, Lifetime, billable_interval, observe
+from finops.http_client import HttpClient, HttpError, RetrySettings
 from finops.ingest import RawBatch
 from finops.orchestration.periods import period_bounds
 from finops.paths import subdir
@@ -33,46 +35,30 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 LIFETIMES = "lambda_instance_lifetimes"
+DEFAULT_BASE = "https://cloud.lambda.ai"
 _COLS = ("source", "instance_id", "name", "instance_type", "region", "price_cents_per_hour", "first_seen",
          "last_seen", "ended_at", "status", "updated_at")
 
 
-class LambdaApiError(RuntimeError):
+class LambdaApiError(HttpError):
     pass
 
 
-class LambdaApi:
-    """GET helper for the Lambda Cloud API with 429 / 5xx retry and backoff."""
+class LambdaApi(HttpClient):
+    """The Lambda Cloud API on connection `conn_id`, through finops.http_client (429 / 5xx retried
+    with backoff, Retry-After honoured). The key is read here and only ever sent as a header."""
+
+    error = LambdaApiError
+    retryable_error = LambdaApiError
 
     def __init__(self, conn_id: str, *, max_attempts: int = 5, base_delay: float = 1.0, max_delay: float = 30.0,
                  sleep: Callable[[float], None] = time.sleep) -> None:
-        from airflow.providers.http.hooks.http import HttpHook
+        from finops.prices.conn import resolve
 
-        self.hook = HttpHook(method="GET", http_conn_id=conn_id)
-        self.key = self.hook.get_connection(conn_id).password or ""
-        self.max_attempts, self.base_delay, self.max_delay, self.sleep = max_attempts, base_delay, max_delay, sleep
-
-    def get(self, endpoint: str) -> Any:
-        headers = {"Authorization": f"Bearer {self.key}", "Accept": "application/json"}
-        for attempt in range(1, self.max_attempts + 1):
-            resp = self.hook.run(endpoint, headers=headers, extra_options={"check_response": False, "timeout": 30})
-            if resp.status_code == 200:
-                return resp.json()
-            retryable = resp.status_code == 429 or resp.status_code >= 500
-            if not retryable or attempt == self.max_attempts:
-                detail = resp.text[:300]
-                raise LambdaApiError(f"GET {endpoint}: HTTP {resp.status_code} after {attempt} attempt(s): {detail}")
-            delay = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
-            retry_after = resp.headers.get("Retry-After")
-            if resp.status_code == 429 and retry_after is not None:
-                try:
-                    delay = min(max(float(retry_after), 0.0), self.max_delay)
-                except ValueError:
-                    pass
-            log.warning("GET %s: HTTP %s, retry %d/%d in %.1fs", endpoint, resp.status_code, attempt,
-                        self.max_attempts - 1, delay)
-            self.sleep(delay)
-        raise AssertionError("unreachable")
+        ep = resolve(conn_id, DEFAULT_BASE, keep_path=False)
+        key = ep.api_key or ""
+        super().__init__(ep.base_url, token=lambda: key, sleep=sleep,
+                         settings=RetrySettings(max_attempts, base_delay, max_delay, max_delay, 30.0))
 
     def instances(self) -> list[dict[str, Any]]:
         return list(self.get("/api/v1/instances").get("data", []))
