@@ -73,48 +73,12 @@ def _spine(path: str, home: str, direct: bool, q: mp.Queue) -> None:
 
 
 def _pandas(path: str, out: str, q: mp.Queue) -> None:
-    """The obvious pandas version of the same mapping (floats, row-wise-ish numpy)."""
-    import json
+    """The same full mapping in plain pandas (bench/pandas_focus.py; parity proven by
+    tests/bench/test_pandas_focus_parity.py): read + map + write parquet, no validation or load."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from pandas_focus import run
 
-    import numpy as np
-    import pandas as pd
-
-    t = time.perf_counter()
-    df = pd.read_parquet(path)
-    lit = df["line_item_line_item_type"]
-    unb = df["line_item_unblended_cost"]
-    out_df = pd.DataFrame({
-        "billed_cost": unb,
-        "billing_account_id": df["bill_payer_account_id"],
-        "billing_currency": df["line_item_currency_code"],
-        "billing_period_start": df["bill_billing_period_start_date"],
-        "charge_period_start": df["line_item_usage_start_date"],
-        "charge_period_end": df["line_item_usage_end_date"],
-        "sub_account_id": df["line_item_usage_account_id"],
-        "resource_id": df["line_item_resource_id"].replace("", None),
-        "region_id": df["product_region_code"],
-    })
-    out_df["charge_category"] = np.select(
-        [lit == "Tax", lit == "Credit", lit == "Refund",
-         lit.isin(["Fee", "RIFee", "SavingsPlanUpfrontFee", "SavingsPlanRecurringFee"])],
-        ["Tax", "Credit", "Adjustment", "Purchase"], "Usage")
-    out_df["effective_cost"] = np.select(
-        [lit == "SavingsPlanCoveredUsage", lit.isin(["SavingsPlanNegation", "SavingsPlanUpfrontFee"]),
-         lit == "SavingsPlanRecurringFee", lit == "DiscountedUsage", lit == "RIFee",
-         (lit == "Fee") & (df["reservation_reservation_a_r_n"] != "")],
-        [df["savings_plan_savings_plan_effective_cost"], 0,
-         df["savings_plan_total_commitment_to_date"] - df["savings_plan_used_commitment"],
-         df["reservation_effective_cost"],
-         df["reservation_unused_amortized_upfront_fee_for_billing_period"] + df["reservation_unused_recurring_fee"], 0],
-        unb)
-    out_df["list_cost"] = np.where(lit == "SavingsPlanNegation", 0, df["pricing_public_on_demand_cost"].fillna(unb))
-    spot = df["line_item_usage_type"].str.contains("SpotUsage", regex=False)
-    out_df["pricing_category"] = np.select(
-        [lit.isin(["Tax", "Credit", "Refund"]), lit.isin(["DiscountedUsage", "SavingsPlanCoveredUsage"]), spot],
-        [None, "Committed", "Dynamic"], "Standard")
-    out_df["tags"] = [json.dumps(dict(t)) if t is not None and len(t) else None for t in df["resource_tags"]]
-    out_df.to_parquet(out)
-    q.put({"seconds": time.perf_counter() - t, "rss_mb": _rss_mb(), "billed": float(out_df["billed_cost"].sum())})
+    q.put(run(path, out, billing_period=PERIOD))
 
 
 PERIOD = "2025-01"

@@ -227,7 +227,7 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
     product_code = take(_str(df, "line_item_product_code"))
     product_family = take(_str(df, "product_product_family"))
     currency = take(_str(df, "line_item_currency_code")).str.strip().str.upper()
-    pricing_currency = take(_str(df, "pricing_currency"))
+    pricing_currency = take(_str(df, "pricing_currency")).str.strip().str.upper()
     bill_type = take(_str(df, "bill_bill_type"))
     cr_id = take(_str(df, "capacity_reservation_capacity_reservation_a_r_n"))
     cr_raw_status = take(_str(df, "capacity_reservation_capacity_reservation_status"))

@@ -30,6 +30,7 @@ from finops.focus.units import unit_sql
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
+QDEC = "DECIMAL(38,12)"  # FOCUS quantities keep 12 decimals (schema QUANTITY_SCALE)
 
 # Columns the mapping cannot work without (after legacy normalisation).
 REQUIRED = (
@@ -173,15 +174,15 @@ class _Cols:
             return "CAST(NULL AS VARCHAR)"
         return f"NULLIF(CAST({sql_ident(name)} AS VARCHAR), '')"
 
-    def m(self, name: str) -> str:
-        """Exact money / quantity."""
+    def m(self, name: str, dec: str = DEC) -> str:
+        """Exact money (or, with dec=QDEC, a quantity at FOCUS quantity scale)."""
         if not self.has(name):
-            return f"CAST(NULL AS {DEC})"
+            return f"CAST(NULL AS {dec})"
         t = self.types.get(name)
         if _is_varchar(t):
             v = f"NULLIF(TRIM({sql_ident(name)}), '')"
-            return f"COALESCE(TRY_CAST({v} AS {DEC}), CAST(CAST({v} AS DOUBLE) AS {DEC}))"
-        return f"CAST({sql_ident(name)} AS {DEC})"
+            return f"COALESCE(TRY_CAST({v} AS {dec}), CAST(CAST({v} AS DOUBLE) AS {dec}))"
+        return f"CAST({sql_ident(name)} AS {dec})"
 
     def ts(self, name: str) -> str:
         if not self.has(name):
@@ -219,7 +220,7 @@ SELECT
   {c.m('line_item_net_unblended_cost')} AS net_unblended,
   {c.m('line_item_unblended_rate')} AS unblended_rate,
   {c.m('line_item_net_unblended_rate')} AS net_unblended_rate,
-  {c.m('line_item_usage_amount')} AS usage_amount,
+  {c.m('line_item_usage_amount', QDEC)} AS usage_amount,
   {c.m('pricing_public_on_demand_cost')} AS public_od_cost,
   {c.m('pricing_public_on_demand_rate')} AS public_od_rate,
   {c.m('savings_plan_savings_plan_effective_cost')} AS sp_effective,
@@ -228,7 +229,7 @@ SELECT
   {c.m('reservation_effective_cost')} AS ri_effective,
   {c.m('reservation_unused_amortized_upfront_fee_for_billing_period')} AS ri_unused_upfront,
   {c.m('reservation_unused_recurring_fee')} AS ri_unused_recurring,
-  {c.m('reservation_unused_quantity')} AS ri_unused_quantity,
+  {c.m('reservation_unused_quantity', QDEC)} AS ri_unused_quantity,
   {c.s('savings_plan_savings_plan_a_r_n')} AS sp_arn,
   {c.s('reservation_reservation_a_r_n')} AS ri_arn,
   {c.s('line_item_usage_type')} AS usage_type,
@@ -236,7 +237,7 @@ SELECT
   {c.s('line_item_product_code')} AS product_code,
   {c.s('product_product_family')} AS product_family,
   UPPER(TRIM({c.s('line_item_currency_code')})) AS currency,
-  {c.s('pricing_currency')} AS pricing_currency,
+  UPPER(TRIM({c.s('pricing_currency')})) AS pricing_currency,
   {c.s('pricing_unit')} AS pricing_unit,
   {c.s('bill_bill_type')} AS bill_type,
   {c.s('bill_payer_account_id')} AS payer_id,
