@@ -254,7 +254,10 @@ class DuckDBWarehouse:
                 pass
             raise
         finally:
-            self.con.execute(f"SET preserve_insertion_order = {'true' if prev and prev[0] else 'false'}")
+            try:
+                self.con.execute(f"SET preserve_insertion_order = {'true' if prev and prev[0] else 'false'}")
+            except duckdb.Error:  # a dead connection must not mask the error that killed it
+                log.debug("could not restore preserve_insertion_order", exc_info=True)
 
     def _bulk_insert(self, table: str, files: list[str]) -> int:
         res = self.con.execute(
