@@ -326,7 +326,7 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
         "commitment_discount_type": _pick(
             [sp_line & has_sp, (ri_line | (lit == "Fee")) & has_ri], ["Savings Plan", "Reserved Instance"]),
         "commitment_discount_unit": _pick([sp_line & has_sp, ri_line & has_ri], [currency, "Hours"]),
-        "consumed_quantity": np.where(usage & ~unused, usage_amount, np.nan),
+        "consumed_quantity": np.where(usage & ~unused, np.where(lit == "SavingsPlanNegation", 0.0, usage_amount), np.nan),
         "consumed_unit": _pick([usage & ~unused & usage_amount.notna()], [unit_or_units]),
         "contracted_unit_price": _pick_num([unused, priced], [0, contracted_rate]),
         "list_unit_price": _pick_num([unused, priced], [0, public_od_rate]),

@@ -136,6 +136,8 @@ def test_every_line_item_type_hand_checked(every_type, finops_home, tmp_path):
     neg = t["SavingsPlanNegation"]
     assert (neg["billed_cost"], neg["effective_cost"], neg["list_cost"], neg["charge_category"]) == (
         D("-98.32"), D("0"), D("0"), "Usage")
+    # the covered usage is consumed once (on the covered row), not again on its negation
+    assert (cov["consumed_quantity"], neg["consumed_quantity"]) == (D("1"), D("0"))
     rec = t["SavingsPlanRecurringFee"]
     assert (rec["billed_cost"], rec["effective_cost"], rec["charge_category"], rec["charge_frequency"]) == (
         D("100"), D("0"), "Purchase", "Recurring")

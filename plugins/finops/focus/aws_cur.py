@@ -381,7 +381,11 @@ SELECT
   CASE WHEN {_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Savings Plan'
        WHEN ({_when_in('lit', RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Reserved Instance' END
     AS commitment_discount_type,
-  CASE WHEN {usage_cat} AND NOT unused THEN usage_amount END AS consumed_quantity,
+  -- a negation line takes back the on-demand *cost* of SP-covered usage, not the usage: its
+  -- consumption is 0, or sum(ConsumedQuantity) would count covered usage twice (FOCUS 1.2 only
+  -- asks for a non-null decimal on Usage rows)
+  CASE WHEN {usage_cat} AND NOT unused THEN CASE WHEN lit = 'SavingsPlanNegation' THEN 0 ELSE usage_amount END END
+    AS consumed_quantity,
   CASE WHEN {usage_cat} AND NOT unused AND usage_amount IS NOT NULL THEN COALESCE(focus_unit, 'Units') END
     AS consumed_unit,
   CASE WHEN unused THEN 0 WHEN cc IN ('Usage', 'Purchase') THEN COALESCE(net_unblended_rate, unblended_rate) END
