@@ -118,3 +118,14 @@ def test_postgres_cannot_load_directly(pg_wh, tmp_path):
     with pytest.raises(ValueError, match="cannot load directly"):
         load_batch(pg_wh, RawBatch("local", "aws", "2025-03", [f], "p"), CUR2, direct=True)
     assert load_batch(pg_wh, RawBatch("local", "aws", "2025-03", [f], "p"), CUR2).status == "loaded"
+
+
+def test_thread_cap_applies_to_the_warehouse_connection(tmp_path, monkeypatch):
+    """FINOPS_DUCKDB_THREADS caps the staging engine; the direct load converts inside the
+    warehouse connection, so the cap must hold there too."""
+    monkeypatch.setenv("FINOPS_DUCKDB_THREADS", "1")
+    wh = DuckDBWarehouse(tmp_path / "capped.duckdb")
+    try:
+        assert wh.query("SELECT current_setting('threads')") == [(1,)]
+    finally:
+        wh.close()

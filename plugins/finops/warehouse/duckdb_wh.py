@@ -82,6 +82,11 @@ class DuckDBWarehouse:
         sets the very same value, and instances never share spill files. DuckDB removes the
         folder it created when the instance shuts down."""
         self.con.execute(f"SET memory_limit = {_sql_str(memory_limit())}")
+        # the direct billing load converts inside this connection: honour the same thread cap
+        # as the staging engine (ingest._engine), so a worker running 4 loads can size them
+        threads = os.environ.get("FINOPS_DUCKDB_THREADS", "").strip()
+        if threads.isdigit() and int(threads) > 0:
+            self.con.execute(f"SET threads = {int(threads)}")
         if self.path == ":memory:" or self.read_only:
             return
         from finops.paths import subdir
