@@ -15,7 +15,8 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -178,41 +179,18 @@ class DuckDBWarehouse:
         parquet_files: Sequence[Path],
         log: LoadLogEntry | None = None,
     ) -> int:
-        if not partition:
-            raise WarehouseError("replace_partition needs at least one partition key")
-        where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
         files = [str(p) for p in parquet_files]
-        # Rows of a table have no order: without keeping file order DuckDB streams the files
-        # in parallel instead of buffering rows to restore it (less time, less RAM). The
-        # setting is per instance, so it is put back once the transaction is over.
-        prev = self.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
-        self.con.execute("SET preserve_insertion_order = false")
         try:
-            inserted = self._replace(table, where, partition, files, log)
-        finally:
-            self.con.execute(f"SET preserve_insertion_order = {'true' if prev and prev[0] else 'false'}")
-        return inserted
-
-    def _replace(
-        self, table: str, where: str, partition: dict[str, Any], files: list[str], log: LoadLogEntry | None
-    ) -> int:
-        self.con.execute("BEGIN")
-        try:
-            self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
-            inserted = 0
-            if files:
-                # union_by_name: files of one delivery may differ in optional columns (missing -> NULL,
-                # and NOT NULL constraints still refuse a missing required column).
-                inserted = self._bulk_insert(table, files)
-            if log is not None:
-                log.row_count = inserted
-                self._insert_log(log)
-            self.con.execute("COMMIT")
+            # union_by_name: files of one delivery may differ in optional columns (missing -> NULL,
+            # and NOT NULL constraints still refuse a missing required column).
+            inserted = self._replace_in_tx(
+                "replace_partition", table, partition, lambda: self._bulk_insert(table, files) if files else 0, log=log
+            )
+        except WarehouseError:
+            raise
         except Exception as e:
-            self.con.execute("ROLLBACK")
-            if isinstance(e, WarehouseError):
-                raise
             raise WarehouseError(f"replace_partition {table} {partition} failed: {e}") from e
+        assert inserted is not None  # no check: never refused
         return inserted
 
     def replace_partition_select(
@@ -231,33 +209,60 @@ class DuckDBWarehouse:
         Why: converting straight into the table writes a month once; going through staging
         parquet wrote it twice and read it twice more (bench/ingest.py). Returns the rows
         inserted, None when `check` refused them; InsertRefused when the INSERT itself failed."""
-        if not partition:
-            raise WarehouseError("replace_partition_select needs at least one partition key")
-        where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
-        prev = self.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
-        self.con.execute("SET preserve_insertion_order = false")
-        self.con.execute("BEGIN")
-        try:
-            self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
+
+        def insert() -> int:
             try:
                 res = self.con.execute(f"INSERT INTO {_ident(table)} BY NAME {select_sql}").fetchone()
             except duckdb.Error as e:
                 raise InsertRefused(f"insert into {table} failed: {e}") from e
-            inserted = int(res[0]) if res else 0
-            if not check(self.con):
-                self.con.execute("ROLLBACK")
-                return None
-            if log is not None:
-                log.row_count = inserted
-                self._insert_log(log)
-            self.con.execute("COMMIT")
-            return inserted
-        except BaseException:
+            return int(res[0]) if res else 0
+
+        return self._replace_in_tx("replace_partition_select", table, partition, insert, check=check, log=log)
+
+    def _replace_in_tx(
+        self,
+        what: str,
+        table: str,
+        partition: dict[str, Any],
+        insert: Callable[[], int],
+        *,
+        check: Callable[[duckdb.DuckDBPyConnection], bool] | None = None,
+        log: LoadLogEntry | None = None,
+    ) -> int | None:
+        """The one partition-replace transaction both loads use: DELETE, `insert()`, optional
+        `check` (False -> ROLLBACK, None returned), `load_log` row, COMMIT; any error rolls back."""
+        if not partition:
+            raise WarehouseError(f"{what} needs at least one partition key")
+        where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
+        with self._unordered_inserts():
+            self.con.execute("BEGIN")
             try:
-                self.con.execute("ROLLBACK")
-            except duckdb.Error:  # already rolled back (DuckDB aborts a failed transaction)
-                pass
-            raise
+                self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
+                inserted = insert()
+                if check is not None and not check(self.con):
+                    self.con.execute("ROLLBACK")
+                    return None
+                if log is not None:
+                    log.row_count = inserted
+                    self._insert_log(log)
+                self.con.execute("COMMIT")
+                return inserted
+            except BaseException:
+                try:
+                    self.con.execute("ROLLBACK")
+                except duckdb.Error:  # already rolled back (DuckDB aborts a failed transaction)
+                    pass
+                raise
+
+    @contextmanager
+    def _unordered_inserts(self) -> Iterator[None]:
+        """Rows of a table have no order: without keeping it DuckDB streams inserts in parallel
+        instead of buffering rows to restore it (less time, less RAM). The setting is per
+        instance, so it is put back afterwards."""
+        prev = self.con.execute("SELECT current_setting('preserve_insertion_order')").fetchone()
+        self.con.execute("SET preserve_insertion_order = false")
+        try:
+            yield
         finally:
             try:
                 self.con.execute(f"SET preserve_insertion_order = {'true' if prev and prev[0] else 'false'}")
