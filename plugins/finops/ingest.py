@@ -246,12 +246,32 @@ def check_staging(batch: RawBatch, result: StagingResult) -> tuple[Any, list[str
         billing_period=batch.billing_period,
         raw_billed_total=result.raw_billed_total,
     )
-    failures = list(report.failures)
-    if result.raw_billed_total != result.focus_billed_total:  # belt and braces: money must match exactly
-        failures.append(
-            f"reconciliation: sum(billed_cost) {result.focus_billed_total} != raw total {result.raw_billed_total}"
-        )
-    return report, failures
+    return report, [*report.failures, *_exact_mismatch(result.focus_billed_total, result.raw_billed_total)]
+
+
+def _exact_mismatch(focus_total: Decimal | None, raw_total: Decimal) -> list[str]:
+    """Belt and braces over the to-the-cent reconciliation: the totals must match exactly."""
+    if focus_total == raw_total:
+        return []
+    return [f"reconciliation: sum(billed_cost) {focus_total} != raw total {raw_total}"]
+
+
+def _record_failed(wh: Warehouse, entry: LoadLogEntry, e: BaseException) -> None:
+    """A warehouse error while replacing: log it as `failed` (the caller re-raises: retry)."""
+    entry.status = "failed"
+    entry.message = f"warehouse replace failed: {_short(e)}"
+    try:
+        wh.append_log(entry)
+    except Exception:  # noqa: BLE001 - the original error matters more
+        log.exception("could not record failed load")
+
+
+def _log_loaded(entry: LoadLogEntry) -> None:
+    log.info(
+        "%s %s: loaded %d rows, billed %s %s (%s); %s",
+        entry.source, entry.billing_period, entry.row_count, entry.focus_billed_total, entry.currency, entry.load_id,
+        ", ".join(f"{k} {v:.1f}" for k, v in entry.timings.items()),
+    )
 
 
 # --------------------------------------------------------------------------- load
@@ -352,20 +372,11 @@ def load_batch(
         try:
             wh.replace_partition(FOCUS_TABLE, partition, [staging_file], log=entry)
         except Exception as e:
-            entry.status = "failed"
-            entry.message = f"warehouse replace failed: {_short(e)}"
-            try:
-                wh.append_log(entry)
-            except Exception:  # noqa: BLE001 - the original error matters more
-                log.exception("could not record failed load")
+            _record_failed(wh, entry, e)
             raise
         entry.timings["total_s"] = time.perf_counter() - t
         entry.timings["load_s"] = entry.timings["total_s"] - entry.timings["convert_s"] - entry.timings["validate_s"]
-        log.info(
-            "%s %s: loaded %d rows, billed %s %s (%s); %s",
-            batch.source, batch.billing_period, entry.row_count, entry.focus_billed_total, entry.currency, load_id,
-            ", ".join(f"{k} {v:.1f}" for k, v in entry.timings.items()),
-        )
+        _log_loaded(entry)
         return entry
     finally:
         if not keep_staging:
@@ -410,11 +421,7 @@ def _load_direct(
         entry.focus_billed_total = st.get("focus_billed_total")
         entry.focus_effective_total = st.get("focus_effective_total")
         entry.currency = ",".join(sorted(c for c in st.get("currencies", {}) if c != "None")) or batch.currency_hint
-        failures = list(report.failures)
-        if raw_total != entry.focus_billed_total:  # belt and braces, as check_staging
-            failures.append(
-                f"reconciliation: sum(billed_cost) {entry.focus_billed_total} != raw total {raw_total}"
-            )
+        failures = [*report.failures, *_exact_mismatch(entry.focus_billed_total, raw_total)]
         verdict.update(report=report, failures=failures)
         entry.timings["validate_s"] = time.perf_counter() - t0 - entry.timings["convert_insert_s"]
         return report.success and not failures
@@ -436,12 +443,7 @@ def _load_direct(
             )
             return None
         except Exception as e:
-            entry.status = "failed"
-            entry.message = f"warehouse replace failed: {_short(e)}"
-            try:
-                wh.append_log(entry)
-            except Exception:  # noqa: BLE001 - the original error matters more
-                log.exception("could not record failed load")
+            _record_failed(wh, entry, e)
             raise
     finally:
         try:
@@ -453,11 +455,7 @@ def _load_direct(
         report = verdict.get("report")
         error = verdict.get("error") or "; ".join(verdict.get("failures") or []) or "validation failed"
         return _quarantine(wh, batch, entry, report=report, error=error)
-    log.info(
-        "%s %s: loaded %d rows, billed %s %s (%s); %s",
-        batch.source, batch.billing_period, inserted, entry.focus_billed_total, entry.currency, entry.load_id,
-        ", ".join(f"{k} {v:.1f}" for k, v in entry.timings.items()),
-    )
+    _log_loaded(entry)
     return entry
 
 
