@@ -9,9 +9,10 @@ real spine on generated CUR months.
 
 Written the way a competent pandas user would: load the whole file into memory, vectorised
 numpy.select / np.where / Series.map / .str accessors, and tags through json.dumps per row
-(the obvious approach; pandas has no vectorised map -> JSON). Deliberately independent: it
-imports neither our SQL nor DuckDB, and carries its own copies of the service and unit tables
-(the parity test catches any drift).
+(the obvious approach; pandas has no vectorised map -> JSON). Its logic is independent: it
+uses neither our SQL nor DuckDB. It shares only lookup data with the spine (service and
+line-item-type tables from finops.focus.aws_cur, `normalize_unit` from finops.focus.units, the
+Python twin of the SQL unit rule), so there is one copy of each table in the repo.
 
 Money is float64, not exact decimals: that is what a straightforward pandas path uses
 (Decimal objects would be far slower still), so totals can be off by float rounding. The
@@ -30,59 +31,16 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+# Lookup DATA shared with the spine (one copy of each table in the repo); the mapping LOGIC below
+# is this module's own. COMMITMENT_FEES -> a Purchase row + an Unused usage row.
+from finops.focus.aws_cur import COMMITMENT_FEES, RI_TYPES, SERVICE_CLASSES, SERVICE_NAMES, SP_TYPES
+from finops.focus.units import normalize_unit
+
 # --------------------------------------------------------------------------- lookup tables
-COMMITMENT_FEES = ("SavingsPlanRecurringFee", "RIFee")  # -> a Purchase row + an Unused usage row
-SP_TYPES = ("SavingsPlanCoveredUsage", "SavingsPlanNegation", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
-RI_TYPES = ("DiscountedUsage", "RIFee")
 PURCHASE_TYPES = ("Fee", "RIFee", "SavingsPlanUpfrontFee", "SavingsPlanRecurringFee")
 USAGE_TYPES = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation", "BundledDiscount")
 COMMITTED_USAGE = ("DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation")
 COMMITTED_FEES = ("RIFee", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
-
-# service key -> (ServiceName, ServiceCategory, ServiceSubcategory)
-SERVICES: dict[str, tuple[str, str, str]] = {
-    "AmazonEC2": ("Amazon Elastic Compute Cloud", "Compute", "Virtual Machines"),
-    "AmazonEBS": ("Amazon Elastic Block Store", "Storage", "Block Storage"),
-    "AmazonS3": ("Amazon Simple Storage Service", "Storage", "Object Storage"),
-    "AWSDataTransfer": ("AWS Data Transfer", "Networking", "Network Connectivity"),
-    "AmazonSageMaker": ("Amazon SageMaker", "AI and Machine Learning", "Machine Learning"),
-    "AmazonBedrock": ("Amazon Bedrock", "AI and Machine Learning", "Generative AI"),
-    "AmazonEKS": ("Amazon Elastic Kubernetes Service", "Compute", "Containers"),
-    "AmazonECS": ("Amazon Elastic Container Service", "Compute", "Containers"),
-    "AWSLambda": ("AWS Lambda", "Compute", "Serverless Compute"),
-    "AmazonRDS": ("Amazon Relational Database Service", "Databases", "Relational Databases"),
-    "AmazonDynamoDB": ("Amazon DynamoDB", "Databases", "NoSQL Databases"),
-    "AmazonRedshift": ("Amazon Redshift", "Databases", "Data Warehouses"),
-    "AmazonCloudWatch": ("AmazonCloudWatch", "Management and Governance", "Observability"),
-    "AmazonVPC": ("Amazon Virtual Private Cloud", "Networking", "Network Infrastructure"),
-    "AmazonCloudFront": ("Amazon CloudFront", "Networking", "Content Delivery"),
-    "AmazonRoute53": ("Amazon Route 53", "Networking", "Network Routing"),
-    "AWSELB": ("Elastic Load Balancing", "Networking", "Application Networking"),
-    "AmazonEFS": ("Amazon Elastic File System", "Storage", "File Storage"),
-    "AmazonFSx": ("Amazon FSx", "Storage", "File Storage"),
-    "AWSBackup": ("AWS Backup", "Storage", "Backup Storage"),
-    "AWSSupportBusiness": ("AWS Support (Business)", "Management and Governance", "Support"),
-    "AWSSupportEnterprise": ("AWS Support (Enterprise)", "Management and Governance", "Support"),
-    "ComputeSavingsPlans": ("Savings Plans for AWS Compute usage", "Compute", "Other (Compute)"),
-    "AmazonAthena": ("Amazon Athena", "Analytics", "Analytics Platforms"),
-    "AWSGlue": ("AWS Glue", "Analytics", "Data Processing"),
-    "AmazonKinesis": ("Amazon Kinesis", "Analytics", "Streaming Analytics"),
-}
-
-# Provider unit spellings -> FOCUS UnitFormat: an exact table, then `-<time>` suffix fixes.
-UNITS_EXACT: dict[str, str] = {
-    "Hrs": "Hours", "Hr": "Hours", "hrs": "Hours", "hour": "Hours", "hours": "Hours",
-    "GB-Mo": "GB-Months", "GB-Month": "GB-Months", "GB-month": "GB-Months",
-    "GB-Hrs": "GB-Hours", "GB-Hr": "GB-Hours",
-    "GB-Second": "GB-Seconds", "Lambda-GB-Second": "GB-Seconds", "Lambda-GB-Second-ARM": "GB-Seconds",
-    "GB-Mo-ARM": "GB-Months", "IOs": "IOs", "Count": "Count", "Requests": "Requests", "Request": "Requests",
-    "Queries": "Queries", "Quantity": "Units",
-}
-UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
-    ("Hrs", "Hours"), ("Hr", "Hours"), ("Hour", "Hours"), ("Mo", "Months"), ("Month", "Months"),
-    ("Day", "Days"), ("Min", "Minutes"), ("Minute", "Minutes"), ("Sec", "Seconds"), ("Second", "Seconds"),
-)
-
 
 # The raw columns the mapping reads: a competent pandas user loads only these (CUR 2.0 has ~125,
 # and its MAP columns are slow to turn into Python objects), as DuckDB's projection pushdown does.
@@ -104,19 +62,6 @@ RAW_COLUMNS = (
     "savings_plan_savings_plan_effective_cost", "savings_plan_total_commitment_to_date",
     "savings_plan_used_commitment",
 )
-
-
-def _focus_unit(unit: Any) -> Any:
-    """One provider unit -> FOCUS UnitFormat (None / blank -> None)."""
-    if not isinstance(unit, str) or not unit.strip():
-        return None
-    u = unit.strip()
-    if u in UNITS_EXACT:
-        return UNITS_EXACT[u]
-    for raw, plural in UNIT_SUFFIXES:
-        if u.endswith(f"-{raw}"):
-            return u[: -len(raw)] + plural
-    return u
 
 
 def _tags_json(value: Any) -> str | None:
@@ -244,9 +189,9 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
     ebs = (product_code == "AmazonEC2") & (_like(usage_type, "EBS:") | (product_family == "Storage"))
     svc = pd.Series(_pick([transfer, ebs], ["AWSDataTransfer", "AmazonEBS"], None), dtype=object)
     svc = svc.where(transfer | ebs, product_code)
-    service_name = svc.map({k: v[0] for k, v in SERVICES.items()}).fillna(svc).fillna("Unknown")
-    service_category = svc.map({k: v[1] for k, v in SERVICES.items()}).fillna("Other")
-    service_subcategory = svc.map({k: v[2] for k, v in SERVICES.items()}).fillna("Other (Other)")
+    service_name = svc.map(SERVICE_NAMES).fillna(svc).fillna("Unknown")
+    service_category = svc.map({k: v[0] for k, v in SERVICE_CLASSES.items()}).fillna("Other")
+    service_subcategory = svc.map({k: v[1] for k, v in SERVICE_CLASSES.items()}).fillna("Other (Other)")
 
     cc = pd.Series(_pick(
         [unused, lit == "Tax", lit == "Credit", lit == "Refund", is_(PURCHASE_TYPES),
@@ -268,7 +213,7 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
         unblended,
     )
     raw_unit = take(_str(df, "pricing_unit"))
-    focus_unit = raw_unit.map({u: _focus_unit(u) for u in raw_unit.dropna().unique()})  # few distinct units
+    focus_unit = raw_unit.map({u: normalize_unit(u) for u in raw_unit.dropna().unique()})  # few distinct units
     unit_or_units = focus_unit.fillna("Units")
     contracted_rate = net_rate.fillna(rate)
     same_ccy = (pricing_currency.isna() | (pricing_currency == currency)).to_numpy()
