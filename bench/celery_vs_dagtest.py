@@ -24,7 +24,6 @@ import argparse
 import json
 import multiprocessing as mp
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -114,6 +113,18 @@ def _cur_month(root: Path, rows: int) -> dict:
 
 
 # --------------------------------------------------------------------------- 1. spine, stage by stage
+def _stage_peak(t: dict, stage: str) -> None:
+    """Peak RSS of the stage that just ended, then a fresh high-water mark, so each stage's
+    peak is its own and the process peak is their maximum (bench/rss.py)."""
+    from rss import current_rss_mb, peak_rss_mb, reset_peak
+
+    peak = peak_rss_mb()
+    t.setdefault("stage_peak_rss_mb", {})[stage[:-2]] = round(peak)
+    t.setdefault("stage_end_rss_mb", {})[stage[:-2]] = round(current_rss_mb())
+    t["peak_rss_mb"] = max(t.get("peak_rss_mb", 0), round(peak))
+    reset_peak()
+
+
 def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
     import logging
 
@@ -128,11 +139,13 @@ def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
     from finops.warehouse import connect
 
     t["import_finops_airflow_hooks_s"] = time.perf_counter() - t0
+    _stage_peak(t, "import_finops_airflow_hooks_s")
     cfg = get_config()
     src = cfg.source(SOURCE)
     s = time.perf_counter()
     (batch,) = registry.plan_batches("aws", src, PERIOD)
     t["s3_manifest_and_download_s"] = time.perf_counter() - s
+    _stage_peak(t, "s3_manifest_and_download_s")
     conv = registry.converter_for("aws", src)
     load_id = make_load_id(batch.source, batch.billing_period, batch.fingerprint)
     ctx = ConvertContext(batch.source, batch.provider, batch.billing_period, load_id)
@@ -140,27 +153,31 @@ def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
     s = time.perf_counter()
     res = convert_to_staging(batch, conv, ctx, staging)
     t["duckdb_convert_s"] = time.perf_counter() - s
+    _stage_peak(t, "duckdb_convert_s")
     s = time.perf_counter()
     import great_expectations  # noqa: F401 - timed on its own: a fixed cost per process
 
     from finops.quality import validate_staging  # GX is imported lazily inside
 
     t["gx_import_s"] = time.perf_counter() - s
+    _stage_peak(t, "gx_import_s")
     s = time.perf_counter()
     report = validate_staging([staging], source=batch.source, billing_period=batch.billing_period,
                               raw_billed_total=res.raw_billed_total)
     t["gx_validate_s"] = time.perf_counter() - s
+    _stage_peak(t, "gx_validate_s")
     assert report.success, report.failures
     s = time.perf_counter()
     wh = connect(cfg)
     t["warehouse_connect_migrate_s"] = time.perf_counter() - s
+    _stage_peak(t, "warehouse_connect_migrate_s")
     s = time.perf_counter()
     rows = wh.replace_partition("focus_costs", {"x_source": SOURCE, "x_billing_period": PERIOD}, [staging])
     t["postgres_replace_partition_s"] = time.perf_counter() - s
+    _stage_peak(t, "postgres_replace_partition_s")
     wh.close()
     t["total_s"] = time.perf_counter() - t0
     t["rows"] = rows
-    t["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     q.put(t)
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import resource
 import sys
 import tempfile
 import time
@@ -22,7 +21,9 @@ from pathlib import Path
 
 
 def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from rss import peak_rss_mb  # bench/rss.py: VmHWM, not ru_maxrss (which a spawned child inherits)
+
+    return peak_rss_mb()
 
 
 def _scan(path: str, q: mp.Queue) -> None:

@@ -23,7 +23,6 @@ money within 1e-6.
 from __future__ import annotations
 
 import json
-import resource
 import time
 from typing import Any
 
@@ -322,5 +321,12 @@ def run(path: str, out: str, *, source: str = "bench", billing_period: str = "20
         "seconds": time.perf_counter() - t,
         "rows": len(focus),
         "billed": float(focus["billed_cost"].sum()),
-        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rss_mb": _peak_rss_mb(),
     }
+
+
+def _peak_rss_mb() -> float:
+    # bench/rss.py: this process's own peak (VmHWM), not the ru_maxrss a spawned child inherits
+    from rss import peak_rss_mb
+
+    return peak_rss_mb()

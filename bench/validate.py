@@ -10,13 +10,13 @@ Not a test: figures only.
 from __future__ import annotations
 
 import argparse
-import resource
 import tempfile
 import time
 from decimal import Decimal
 from pathlib import Path
 
 import duckdb
+from rss import current_rss_mb, peak_rss_mb, reset_peak
 
 from finops.focus.schema import (
     COLUMNS,
@@ -81,10 +81,6 @@ def make_staging(path: Path, rows: int, period: str = "2026-03") -> Decimal:
     return Decimal(total)
 
 
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=2_000_000)
@@ -106,17 +102,17 @@ def main() -> None:
         from finops.quality import validate_staging
 
         print(f"import great_expectations: {time.perf_counter() - t:.1f}s")
-        base = _rss_mb()
         # warm-up on a tiny slice: first GX context + SQL dialect setup, not per-batch work
         small = Path(tmp) / "small.parquet"
         small_total = make_staging(small, 1000, args.period)
         validate_staging([small], source="bench", billing_period=args.period, raw_billed_total=small_total)
-        base = _rss_mb()
+        base = current_rss_mb()
+        reset_peak()  # the peak below is validation's, not the generator's
 
         t = time.perf_counter()
         rep = validate_staging([path], source="bench", billing_period=args.period, raw_billed_total=total)
         dt = time.perf_counter() - t
-        peak = _rss_mb()
+        peak = peak_rss_mb()
         print(
             f"validate_staging: success={rep.success} rules={rep.stats['rules_checked']} failures={rep.failures}"
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import sys
 import tempfile
 import time
@@ -84,7 +83,9 @@ def _expected_total(path: Path) -> Decimal:
 
 
 def _peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    from rss import peak_rss_mb  # bench/rss.py
+
+    return peak_rss_mb()
 
 
 def _run(label: str, wh, path: Path, rows: int, total: Decimal) -> None:
