@@ -311,7 +311,7 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
 def run(path: str, out: str, *, source: str = "bench", billing_period: str = "2025-01",
         load_id: str = "bench") -> dict[str, Any]:
     """Read one CUR 2.0 parquet file with pandas, map it, write the FOCUS parquet: the whole
-    pandas path bench/ingest.py times (seconds, rows, float billed total, process peak RSS)."""
+    pandas path bench/ingest.py times (seconds, rows, float billed total); the caller adds peak RSS."""
     t = time.perf_counter()
     present = set(pq.read_schema(path).names)  # optional columns an export may leave out
     df = pd.read_parquet(path, columns=[c for c in RAW_COLUMNS if c in present])
@@ -321,12 +321,4 @@ def run(path: str, out: str, *, source: str = "bench", billing_period: str = "20
         "seconds": time.perf_counter() - t,
         "rows": len(focus),
         "billed": float(focus["billed_cost"].sum()),
-        "rss_mb": _peak_rss_mb(),
     }
-
-
-def _peak_rss_mb() -> float:
-    # bench/rss.py: this process's own peak (VmHWM), not the ru_maxrss a spawned child inherits
-    from rss import peak_rss_mb
-
-    return peak_rss_mb()

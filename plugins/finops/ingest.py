@@ -174,6 +174,13 @@ def _raw_views(con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Conve
     ctx.raw_columns = cols
 
 
+def focus_select(con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Converter, ctx: ConvertContext) -> str:
+    """Temp views over the raw files on `con`, and the SELECT mapping them to canonical FOCUS rows:
+    what both loads write, and what bench/ingest.py times alone. ConversionError for bad input."""
+    _raw_views(con, batch, converter, ctx)
+    return _canonical_select(converter.focus_sql("finops_raw", ctx))
+
+
 def _drop_views(con: duckdb.DuckDBPyConnection) -> None:
     for view in ("finops_batch", "finops_raw", "finops_raw_src"):
         con.execute(f"DROP VIEW IF EXISTS {view}")
@@ -194,8 +201,7 @@ def convert_to_staging(
     staging_file.parent.mkdir(parents=True, exist_ok=True)
     con = _engine(tmp)
     try:
-        _raw_views(con, batch, converter, ctx)
-        sql = _canonical_select(converter.focus_sql("finops_raw", ctx))
+        sql = focus_select(con, batch, converter, ctx)
         try:
             con.execute(
                 f"COPY ({sql}) TO {sql_literal(str(staging_file))} "
@@ -429,10 +435,9 @@ def _load_direct(
     t0 = time.perf_counter()
     try:
         try:
-            _raw_views(con, batch, converter, ctx)
+            sql = focus_select(con, batch, converter, ctx)
         except ConversionError as e:
             return _quarantine(wh, batch, entry, error=str(e))
-        sql = _canonical_select(converter.focus_sql("finops_raw", ctx))
         partition = {"x_source": batch.source, "x_billing_period": batch.billing_period}
         try:
             inserted = wh.replace_partition_select(FOCUS_TABLE, partition, sql, check=check, log=entry)
