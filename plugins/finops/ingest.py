@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from finops.focus.schema import COLUMNS, Kind
 from finops.paths import subdir
+from finops.progress import watch_duckdb
 from finops.warehouse.base import LoadLogEntry
 
 if TYPE_CHECKING:
@@ -203,10 +204,11 @@ def convert_to_staging(
     try:
         sql = focus_select(con, batch, converter, ctx)
         try:
-            con.execute(
-                f"COPY ({sql}) TO {sql_literal(str(staging_file))} "
-                "(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 122880)"
-            )
+            with watch_duckdb(con, f"{batch.source} {batch.billing_period}: converting to FOCUS staging"):
+                con.execute(
+                    f"COPY ({sql}) TO {sql_literal(str(staging_file))} "
+                    "(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 122880)"
+                )
             raw_total = con.execute(converter.raw_billed_total_sql("finops_raw")).fetchone()
             stats = con.execute(
                 "SELECT count(*), coalesce(sum(billed_cost), 0), coalesce(sum(effective_cost), 0), "
@@ -440,7 +442,10 @@ def _load_direct(
             return _quarantine(wh, batch, entry, error=str(e))
         partition = {"x_source": batch.source, "x_billing_period": batch.billing_period}
         try:
-            inserted = wh.replace_partition_select(FOCUS_TABLE, partition, sql, check=check, log=entry)
+            inserted = wh.replace_partition_select(
+                FOCUS_TABLE, partition, sql, check=check, log=entry,
+                progress=f"{batch.source} {batch.billing_period}: converting + loading into {FOCUS_TABLE}",
+            )
         except InsertRefused as e:
             log.warning(
                 "%s %s: direct load refused (%s); re-running through staging for the full report",

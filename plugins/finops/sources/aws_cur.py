@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from finops.ingest import Converter, RawBatch
 from finops.paths import subdir
+from finops.progress import Progress
 
 if TYPE_CHECKING:
     from finops.config import AwsSource
@@ -195,7 +196,8 @@ def _download(client: Any, bucket: str, keys: list[str], dest: Path) -> tuple[li
         marker = target.with_name(target.name + ".etag")
         if not (target.exists() and target.stat().st_size == size and marker.exists() and marker.read_text() == etag):
             part = target.with_name(target.name + ".part")
-            client.download_file(bucket, key, str(part))
+            progress = Progress(f"download s3://{bucket}/{key}", total=size if size > 0 else None, unit="bytes")
+            client.download_file(bucket, key, str(part), Callback=progress.add)
             part.replace(target)
             marker.write_text(etag)
         paths.append(target)

@@ -16,12 +16,13 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from finops.progress import watch_duckdb
 from finops.warehouse.base import LOAD_LOG_COLUMNS, LoadLogEntry, WarehouseError
 from finops.warehouse.migrations import all_migrations
 
@@ -201,6 +202,7 @@ class DuckDBWarehouse:
         *,
         check: Callable[[duckdb.DuckDBPyConnection], bool],
         log: LoadLogEntry | None = None,
+        progress: str | None = None,
     ) -> int | None:
         """In ONE transaction: delete `partition`, insert the rows of `select_sql` (our own SQL,
         over views on this connection), then `check(con)`, which sees the new rows; commit
@@ -208,11 +210,13 @@ class DuckDBWarehouse:
 
         Why: converting straight into the table writes a month once; going through staging
         parquet wrote it twice and read it twice more (bench/ingest.py). Returns the rows
-        inserted, None when `check` refused them; InsertRefused when the INSERT itself failed."""
+        inserted, None when `check` refused them; InsertRefused when the INSERT itself failed.
+        `progress`: label of the lines logged while the INSERT runs (finops.progress)."""
 
         def insert() -> int:
             try:
-                res = self.con.execute(f"INSERT INTO {_ident(table)} BY NAME {select_sql}").fetchone()
+                with watch_duckdb(self.con, progress) if progress else nullcontext():
+                    res = self.con.execute(f"INSERT INTO {_ident(table)} BY NAME {select_sql}").fetchone()
             except duckdb.Error as e:
                 raise InsertRefused(f"insert into {table} failed: {e}") from e
             return int(res[0]) if res else 0
