@@ -98,15 +98,13 @@ def test_bad_period_and_format_rejected(awsb_source):
         aws_cur.converter_for("cur3")
 
 
-def test_download_logs_progress(awsb_bucket, awsb_source, awsb_deliver, finops_home, monkeypatch, caplog):
+def test_download_logs_progress(awsb_bucket, awsb_source, awsb_deliver, finops_home, progress_lines):
     """boto3's transfer callback feeds the progress lines of a long download (interval 0: every chunk)."""
-    monkeypatch.setenv("FINOPS_PROGRESS_INTERVAL_S", "0")
     d = awsb_deliver(GenSpec("2025-01", rows=300, seed=1))
-    with caplog.at_level("INFO", logger="finops.progress"):
-        batch = aws_cur.fetch_batch(awsb_source(), "2025-01", client=awsb_bucket.client)
+    batch = aws_cur.fetch_batch(awsb_source(), "2025-01")  # through the provider's S3Hook
     assert batch is not None
     size = batch.files[0].stat().st_size
-    lines = [r.getMessage() for r in caplog.records if r.name == "finops.progress"]
+    lines = progress_lines
     assert lines and all(line.startswith(f"download s3://{awsb_bucket.name}/{PREFIX}/{d.data_keys[0]}: ")
                          for line in lines)
     assert f"of {size / 2**20:,.1f} MiB (100%)" in lines[-1]

@@ -108,3 +108,14 @@ def test_run_grouping_is_pure():
                                  (f"{FOLDER}/r2/a.csv", "e2", t.replace(day=3)), (f"{FOLDER}/notes.txt", "x", t)], f"{FOLDER}/")
     assert azure_blob.newest_run(runs).run_id == "r2"
     assert azure_blob.period_folder("exports/x/", "2024-02") == "exports/x/20240201-20240229/"
+
+
+def test_download_logs_progress(az_container, az_conn, finops_home, progress_lines):
+    """The blob client's progress hook feeds the progress lines of a long download."""
+    sample = gen.generate(layout="ea", kind="amortized", days=1)
+    _put_run(az_container, "run-p", sample, "2026-10-02T06:00:00Z")
+    [batch] = azure_blob.plan_batches(_src(az_container, az_conn), "2026-10")
+    size = batch.files[0].stat().st_size
+    assert progress_lines and all(line.startswith(f"download blob {FOLDER}/run-p/part_0_0001.csv.gz: ")
+                                  for line in progress_lines)
+    assert f"of {size / 2**20:,.1f} MiB (100%)" in progress_lines[-1]

@@ -40,10 +40,13 @@ def _total(wh):
     return wh.query("SELECT sum(billed_cost), count(*) FROM focus_costs WHERE x_source = 'gcp-main'")[0]
 
 
-def test_extract_load_reload_late_rows(gcp_export, gcp_bq_client, duckdb_wh):
+def test_extract_load_reload_late_rows(gcp_export, gcp_bq_client, duckdb_wh, progress_lines):
     src, sample, table = gcp_export
     batches = gcp_bigquery.plan_batches(src, "2026-10")
     assert len(batches) == 1 and batches[0].files[0].exists()
+    n_rows = len(sample.rows)
+    assert progress_lines and progress_lines[-1].startswith(
+        f"gcp-main 2026-10: BigQuery extract: {n_rows:,} of {n_rows:,} rows (100%), ")
     conv = gcp_bigquery.converter_for(src)
     entry = load_batch(duckdb_wh, batches[0], conv)
     assert entry.status == "loaded", entry.message

@@ -191,11 +191,9 @@ def test_failures_are_warehouse_errors(any_wh, tmp_path):
 
 
 @pytest.mark.postgres
-def test_postgres_copy_logs_progress(pg_wh, tmp_path, monkeypatch, caplog):
+def test_postgres_copy_logs_progress(pg_wh, tmp_path, progress_lines):
     """A 10M-row COPY runs for minutes: the task log shows it move (interval 0: every batch)."""
-    monkeypatch.setenv("FINOPS_PROGRESS_INTERVAL_S", "0")
-    with caplog.at_level("INFO", logger="finops.progress"):
-        _load(pg_wh, tmp_path, "a", "2024-01", 3, "p1")
-    lines = [r.getMessage() for r in caplog.records if r.name == "finops.progress"]
+    _load(pg_wh, tmp_path, "a", "2024-01", 3, "p1")
+    lines = progress_lines
     assert len(lines) == 1
     assert lines[0].startswith(f"a 2024-01: COPY into {pg_wh.schema}.focus_costs: 3 of 3 rows (100%), ")

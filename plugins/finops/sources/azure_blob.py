@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from finops.ingest import RawBatch
 from finops.orchestration.periods import period_bounds
 from finops.paths import subdir
+from finops.progress import Progress
 
 if TYPE_CHECKING:
     from finops.config import AzureSource
@@ -137,7 +138,13 @@ def _download(container: Any, blob: str, target: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     out = target / PurePosixPath(blob).name
     tmp = out.with_name(out.name + ".part")
+    progress = Progress(f"download blob {blob}", unit="bytes")
+
+    def hook(done: int, total: int | None) -> None:
+        progress.total = total or None
+        progress.set(done)
+
     with open(tmp, "wb") as fh:
-        container.download_blob(blob).readinto(fh)
+        container.download_blob(blob, progress_hook=hook).readinto(fh)
     tmp.replace(out)
     return out

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from finops.ingest import RawBatch
 from finops.orchestration.periods import parse_period, period_bounds
 from finops.paths import subdir
+from finops.progress import Progress
 
 if TYPE_CHECKING:
     from finops.config import GcpSource
@@ -128,13 +129,16 @@ def plan_batches(src: GcpSource, billing_period: str) -> list[RawBatch]:
     fingerprint = f"{src.format}:{billing_period}:{n}:{mx}"
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
     out = subdir("raw") / "gcp" / src.name / billing_period / f"{digest}.parquet"
-    rows = _stream_to_parquet(client, select, params, src.location, out)
+    progress = Progress(f"{src.name} {billing_period}: BigQuery extract", total=n)
+    rows = _stream_to_parquet(client, select, params, src.location, out, progress)
     log.info("%s %s: extracted %d rows (probe %d, max export %s) -> %s", src.name, billing_period, rows, n, mx, out)
     return [RawBatch(source=src.name, provider="gcp", billing_period=billing_period, files=[out],
                      fingerprint=fingerprint, manifest_key=table_ref(src).strip("`"))]
 
 
-def _stream_to_parquet(client: Any, sql: str, params: list[Any], location: str, out: Path) -> int:
+def _stream_to_parquet(
+    client: Any, sql: str, params: list[Any], location: str, out: Path, progress: Progress | None = None
+) -> int:
     """Page through the query result into one parquet file (one row group per page)."""
     import pyarrow.parquet as pq
     from google.cloud import bigquery
@@ -151,6 +155,8 @@ def _stream_to_parquet(client: Any, sql: str, params: list[Any], location: str, 
                 writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd")
             writer.write_batch(batch)
             rows += batch.num_rows
+            if progress is not None:
+                progress.add(batch.num_rows)
     finally:
         if writer is not None:
             writer.close()
