@@ -8,8 +8,6 @@ count, strings / timestamps equal, money and quantities within 1e-6 (pandas uses
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import datetime
 from pathlib import Path
 from types import ModuleType
@@ -25,8 +23,8 @@ from finops.demo.cur_generator import CUR2_SCHEMA, GenSpec, write_cur2_period
 from finops.focus.aws_cur import Cur2Converter
 from finops.focus.schema import COLUMNS, Kind
 from finops.ingest import ConvertContext, RawBatch, convert_to_staging
+from tests.bench.scripts import bench_script
 
-REPO = Path(__file__).resolve().parents[2]
 NUMERIC = {c.snake for c in COLUMNS if c.kind in (Kind.MONEY, Kind.QUANTITY)}
 TIMESTAMPS = {c.snake for c in COLUMNS if c.kind == Kind.TIMESTAMP}
 # Rows are matched on every non-numeric column plus two pass-through numbers (bit-identical
@@ -40,14 +38,7 @@ HOSTILE_TAGS = {'quote"key/é': 'tab\tnewline\ncontrol\u0001ü', "empty": "", "u
 
 
 def _pandas_focus() -> ModuleType:
-    name = "bench_pandas_focus"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "pandas_focus.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    return bench_script("pandas_focus")
 
 
 def _spine(path: Path, period: str, tmp: Path) -> pd.DataFrame:

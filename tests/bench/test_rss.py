@@ -7,24 +7,14 @@ generator's memory as the loader's. The child here touches ~40 MB while its pare
 
 from __future__ import annotations
 
-import importlib.util
 import multiprocessing as mp
 import resource
-import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.bench.scripts import bench_script
 
 
 def _rss_module():
-    name = "bench_rss"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "rss.py")
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return bench_script("rss")
 
 
 def _child(q: mp.Queue) -> None:
