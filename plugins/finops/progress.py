@@ -2,8 +2,8 @@
 
 A 10M-row month spends minutes in single steps (S3 download, DuckDB conversion, the
 PostgreSQL COPY) that used to log nothing between "loading" and "loaded". `Progress` logs at
-most one line per interval (done / total, percent, rate, time left); `watch_duckdb` logs
-DuckDB's own estimate for a statement that runs as one call. Interval: FINOPS_PROGRESS_INTERVAL_S
+most one line per interval (done / total, percent, rate, time left); `watch_duckdb` logs that
+a DuckDB statement running as one call is still running, and for how long. Interval: FINOPS_PROGRESS_INTERVAL_S
 (default 15 s; 0 logs every update). Pure: no Airflow imports; the clock is injectable for tests.
 """
 
