@@ -4,6 +4,7 @@ generator; a re-run changes nothing; a restated delivery replaces the period."""
 
 from __future__ import annotations
 
+import logging
 from decimal import Decimal
 
 import pytest
@@ -61,6 +62,21 @@ def _check_loaded(wh, deliveries) -> None:
         n, billed = got[d.period]
         assert Decimal(billed).quantize(Decimal("0.01")) == d.totals.billed_total.quantize(Decimal("0.01"))
         assert n == d.totals.focus_rows  # raw lines + one Unused usage row per commitment fee line
+    _check_rollups(wh)
+
+
+def _check_rollups(wh) -> None:
+    """The UI rollups are in step with every loaded partition, to the row and to the cent."""
+    from finops.ui.rollup import stale_partitions
+
+    assert stale_partitions(wh) == []
+    sums = "count(*), sum(billed_cost), sum(effective_cost)"
+    raw = wh.query(f"SELECT x_source, x_billing_period, {sums} FROM focus_costs GROUP BY 1, 2 ORDER BY 1, 2")
+    rolled = wh.query(
+        "SELECT x_source, x_billing_period, sum(row_count), sum(billed_cost), sum(effective_cost) "
+        "FROM ui_cost_daily GROUP BY 1, 2 ORDER BY 1, 2"
+    )
+    assert [tuple(r) for r in rolled] == [tuple(r) for r in raw]
 
 
 def _e2e(wh_factory, awsb_deliver):
@@ -137,3 +153,36 @@ def test_dry_run_writes_nothing(airflow_db, finops_home, billing_config, awsb_de
     wh.migrate()
     assert wh.query("SELECT count(*) FROM focus_costs") == [(0,)]
     wh.close()
+
+
+def test_load_partition_rebuilds_its_own_rollups(finops_home, billing_config, awsb_deliver):
+    """The mapped load refreshes its partition's UI rollups itself (in parallel with the other
+    loads, not later in publish_summary); a refresh that fails never fails the load."""
+    from finops.demo.cur_generator import GenSpec
+    from finops.orchestration.billing import load_partition
+    from finops.paths import warehouse_path
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    billing_config()
+    awsb_deliver(GenSpec(period="2026-09", rows=600, seed=4), prefix=PREFIX)
+    item = {"provider": "aws", "source": "main-payer", "billing_period": "2026-09"}
+    assert load_partition(item)["status"] == "loaded"
+    with DuckDBWarehouse(warehouse_path()) as wh:
+        _check_rollups(wh)
+        wh.execute("DROP TABLE ui_cost_daily")  # the next refresh cannot run
+
+    awsb_deliver(GenSpec(period="2026-09", rows=500, seed=4, restatement=1), prefix=PREFIX)
+    errors: list[str] = []
+    handler = logging.Handler(logging.ERROR)
+    handler.emit = lambda record: errors.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("finops.orchestration.billing")  # not caplog: S3Hook may reconfigure logging
+    logger.addHandler(handler)
+    try:
+        assert load_partition(item)["status"] == "loaded"
+    finally:
+        logger.removeHandler(handler)
+    assert errors == ["main-payer 2026-09: UI rollup refresh failed; publish_summary will retry it"]
+    with DuckDBWarehouse(warehouse_path()) as wh:
+        assert wh.query("SELECT count(*) FROM focus_costs") == [(wh.query(
+            "SELECT row_count FROM load_log WHERE status = 'loaded' ORDER BY finished_at DESC LIMIT 1")[0][0],)]
+

@@ -2,7 +2,8 @@
 
 plan_loads:      Params + config -> the (source, billing period) pairs to load
 load_partition:  extract the newest delivery of one pair, convert to FOCUS, validate, and
-                 replace that partition in one transaction (or quarantine it)
+                 replace that partition in one transaction (or quarantine it), then rebuild
+                 that partition's UI rollups
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
         wh = connect(cfg)
         try:
             entry = ingest.load_batch(wh, batch, converter, run_id=run_id)
+            if entry.status == "loaded":
+                refresh_rollups(wh, batch.source, batch.billing_period)
         finally:
             wh.close()
         results.append(
@@ -75,6 +78,26 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
             }
         )
     return results[-1] if len(results) == 1 else {**item, "status": results[-1]["status"], "parts": results}
+
+
+def refresh_rollups(wh: Any, source: str, period: str) -> int | None:
+    """Rebuild the UI rollups of the partition just loaded, here in its mapped task: partitions
+    refresh in parallel and as soon as they load, instead of one after another in
+    publish_summary (60 s for a 10M-row month on PostgreSQL, bench/celery_vs_dagtest.py).
+    Derived data: a failure is logged, not raised; publish_summary's `refresh_stale` retries it
+    and the pages read a stale partition from focus_costs meanwhile. Returns daily rollup rows."""
+    import time
+
+    from finops.ui.rollup import refresh_partition
+
+    t = time.perf_counter()
+    try:
+        n = refresh_partition(wh, source, period)
+    except Exception:  # noqa: BLE001 - see docstring
+        log.exception("%s %s: UI rollup refresh failed; publish_summary will retry it", source, period)
+        return None
+    log.info("%s %s: UI rollups rebuilt (%d daily rows) in %.1f s", source, period, n, time.perf_counter() - t)
+    return n
 
 
 def dry_run_batch(batch: Any, converter: Any) -> dict:

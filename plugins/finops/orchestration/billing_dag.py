@@ -50,9 +50,10 @@ def billing_params() -> dict[str, Param]:
 
 
 def _refresh_ui_rollups() -> None:
-    """Keep the FinOps UI's daily / per-resource rollups in step with the partitions just loaded.
-    Rollups are derived data: pages read stale partitions straight from focus_costs, so a failure
-    here is logged, never a reason to fail the billing run."""
+    """Catch-up: each load_partition rebuilds its own partition's rollups; this refreshes any
+    partition still stale (a refresh that failed there, loads from outside this DAG). Rollups are
+    derived data: pages read stale partitions straight from focus_costs, so a failure here is
+    logged, never a reason to fail the billing run."""
     import logging
 
     try:
