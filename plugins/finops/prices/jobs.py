@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -216,13 +217,39 @@ def _client(settings: PricesSettings, **kw: Any) -> HttpClient:
     return HttpClient(settings.http, **kw)
 
 
-def run_azure(
-    job: dict[str, Any],
-    settings: PricesSettings,
-    wh_factory: WhFactory = default_wh,
-    client: HttpClient | None = None,
-    run_id: str | None = None,
-) -> dict[str, Any]:
+@dataclass
+class Snapshot:
+    """What one provider's price fetch returns: full snapshots of its regions (azure, gcp, lambda)."""
+
+    regions: list[str]
+    source: str
+    prices: list[PriceRecord]
+    catalog: list[CatalogEntry]
+
+
+Fetch = Callable[[dict[str, Any], PricesSettings, HttpClient | None], Snapshot]
+
+
+def _snapshot_runner(provider: str, fetch: Fetch) -> Callable[..., dict[str, Any]]:
+    """A job runner: fetch over the network first, then open the warehouse only to store."""
+
+    def run(
+        job: dict[str, Any],
+        settings: PricesSettings,
+        wh_factory: WhFactory = default_wh,
+        client: HttpClient | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        snap = fetch(job, settings, client)
+        with wh_factory() as wh:
+            out = _store_snapshot(wh, provider, snap.regions, snap.source, snap.prices, snap.catalog, run_id)
+        return {"provider": provider, "region": job.get("region", "global"), **out}
+
+    run.__name__ = run.__qualname__ = f"run_{provider}"
+    return run
+
+
+def _fetch_azure(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
     cfg = settings.azure
     ep = resolve(cfg.conn_id, cfg.base_url)
     prices = azure.fetch_region(
@@ -234,19 +261,10 @@ def run_azure(
         cfg.currency,
         settings.http.max_pages,
     )
-    catalog = _static_catalog("azure", {p.instance_type for p in prices})
-    with wh_factory() as wh:
-        out = _store_snapshot(wh, "azure", [job["region"]], azure.SOURCE, prices, catalog, run_id)
-    return {"provider": "azure", "region": job["region"], **out}
+    return Snapshot([job["region"]], azure.SOURCE, prices, _static_catalog("azure", {p.instance_type for p in prices}))
 
 
-def run_gcp(
-    job: dict[str, Any],
-    settings: PricesSettings,
-    wh_factory: WhFactory = default_wh,
-    client: HttpClient | None = None,
-    run_id: str | None = None,
-) -> dict[str, Any]:
+def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
     cfg = settings.gcp
     ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
     client = client or _client(settings, headers=gcp_headers(cfg.conn_id, ep.api_key))
@@ -259,19 +277,10 @@ def run_gcp(
         cfg.currency,
         settings.http.max_pages,
     )
-    catalog = _static_catalog("gcp", {p.instance_type for p in prices})
-    with wh_factory() as wh:
-        out = _store_snapshot(wh, "gcp", job["regions"], gcp.SOURCE, prices, catalog, run_id)
-    return {"provider": "gcp", "region": job["region"], **out}
+    return Snapshot(job["regions"], gcp.SOURCE, prices, _static_catalog("gcp", {p.instance_type for p in prices}))
 
 
-def run_lambda(
-    job: dict[str, Any],
-    settings: PricesSettings,
-    wh_factory: WhFactory = default_wh,
-    client: HttpClient | None = None,
-    run_id: str | None = None,
-) -> dict[str, Any]:
+def _fetch_lambda(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
     cfg = settings.lambda_cloud
     ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
     if client is None:
@@ -284,9 +293,12 @@ def run_lambda(
         else:
             client = _client(settings, headers={"Authorization": f"Bearer {ep.api_key}"})
     prices, catalog = lambda_cloud.fetch(client, ep.base_url)
-    with wh_factory() as wh:
-        out = _store_snapshot(wh, "lambda", ["global"], lambda_cloud.SOURCE, prices, catalog, run_id)
-    return {"provider": "lambda", "region": "global", **out}
+    return Snapshot(["global"], lambda_cloud.SOURCE, prices, catalog)
+
+
+run_azure = _snapshot_runner("azure", _fetch_azure)
+run_gcp = _snapshot_runner("gcp", _fetch_gcp)
+run_lambda = _snapshot_runner("lambda", _fetch_lambda)
 
 
 RUNNERS: dict[str, Callable[..., dict[str, Any]]] = {
