@@ -1,6 +1,8 @@
 """Ingest benchmark: one generated CUR 2.0 month through the real spine, side by side with
 (a) a DuckDB scan-only baseline over the same file (read every column, sum / measure it) and
-(b) a straightforward pandas implementation of the same mapping.
+(b) a straightforward pandas implementation of the same mapping. The month is also put, with
+its manifest, into a moto S3 server and loaded from there (`aws_cur.fetch_batch` through the
+Amazon provider's S3Hook, then `ingest.load_batch`): extract -> FOCUS -> validate -> load.
 
 Each measurement runs in its own fresh process, so peak RSS is per stage, not cumulative.
 
@@ -89,6 +91,64 @@ def _spine(path: str, home: str, direct: bool, q: mp.Queue) -> None:
     })
 
 
+def _extract_load(endpoint: str, home: str, q: mp.Queue) -> None:
+    """The whole path from S3: newest manifest, download (moto server, loopback), then the direct load."""
+    import json
+
+    os.environ.update({
+        "FINOPS_HOME": home, "AWS_DEFAULT_REGION": "us-east-1",
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({"conn_type": "aws", "login": "bench", "password": "bench",
+                                                "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}),
+    })
+    import great_expectations  # noqa: F401 - outside the timing, as in _spine
+
+    from finops.config import AwsSource
+    from finops.focus.aws_cur import Cur2Converter
+    from finops.ingest import load_batch
+    from finops.paths import warehouse_path
+    from finops.sources.aws_cur import fetch_batch, s3_client
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    src = AwsSource(name="bench", conn_id="aws_default", bucket=BUCKET, prefix=PREFIX, format="cur2")
+    client = s3_client(src.conn_id)  # the hook's connection lookup: once per task, not per month
+    wh = DuckDBWarehouse(warehouse_path())
+    wh.migrate()
+    t0 = time.perf_counter()
+    batch = fetch_batch(src, PERIOD, client=client)
+    extract = time.perf_counter() - t0
+    assert batch is not None
+    entry = load_batch(wh, batch, Cur2Converter(), direct=True)
+    seconds = time.perf_counter() - t0
+    wh.close()
+    q.put({"seconds": seconds, "extract_s": extract, "status": entry.status, "rows": entry.row_count,
+           "billed": str(entry.focus_billed_total), "raw": str(entry.raw_billed_total), "message": entry.message,
+           "timings": entry.timings, "rss_mb": _rss_mb()})
+
+
+def _serve_s3(root: Path, keys: list[str]):
+    """A moto S3 server on loopback holding the delivery (data file + manifest) under PREFIX."""
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="bench", aws_secret_access_key="bench")
+    s3.create_bucket(Bucket=BUCKET)
+    for rel in keys:  # data first, manifest last, as AWS delivers
+        s3.upload_file(str(root / rel), BUCKET, f"{PREFIX}/{rel}")
+    return server, endpoint
+
+
 def _pandas(path: str, out: str, q: mp.Queue) -> None:
     """The same full mapping in plain pandas (bench/pandas_focus.py; parity proven by
     tests/bench/test_pandas_focus_parity.py): read + map + write parquet, no validation or load."""
@@ -99,6 +159,8 @@ def _pandas(path: str, out: str, q: mp.Queue) -> None:
 
 
 PERIOD = "2025-01"
+BUCKET = "bench-billing"
+PREFIX = "exports/bench"
 
 
 def _run(target, *args) -> dict:
@@ -118,18 +180,25 @@ def main() -> None:
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--skip-pandas", action="store_true")
     ap.add_argument("--skip-staging", action="store_true", help="skip the staging-parquet path (PostgreSQL's)")
+    ap.add_argument("--skip-s3", action="store_true", help="skip the load from a moto S3 server (extract included)")
     ap.add_argument("--data-dir", default=None,
                     help="keep the generated month here and reuse it on later runs with the same --rows")
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="finops-bench-"))
-    path, rows, billed = _generated(Path(args.data_dir) if args.data_dir else work / "export", args.rows)
+    path, rows, billed, delivery = _generated(Path(args.data_dir) if args.data_dir else work / "export", args.rows)
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     scan = _run(_scan, path)
     runs = {"direct": _run(_spine, path, str(work / "home-direct"), True)}
     if not args.skip_staging:
         runs["staging"] = _run(_spine, path, str(work / "home-staging"), False)
+    if not args.skip_s3:
+        server, endpoint = _serve_s3(Path(delivery["root"]), delivery["keys"])
+        try:
+            runs["from S3"] = _run(_extract_load, endpoint, str(work / "home-s3"))
+        finally:
+            server.stop()
     print(f"{'path':<44}{'seconds':>9}{'rows/s':>14}{'peak RSS MB':>13}")
 
     def line(label: str, seconds: float, rss: float | None = None) -> None:
@@ -142,10 +211,13 @@ def main() -> None:
     mapped = _run(_map_only, path)
     line("FOCUS mapping only (computed, not stored)", mapped["seconds"], mapped["rss_mb"])
     for name, r in runs.items():
+        if "extract_s" in r:
+            line(f"  {name}: extract (manifest + download)", r["extract_s"])
         for phase, secs in r["timings"].items():
             if phase != "total_s":
                 line(f"  {name}: {phase[:-2]}", secs)
-        line(f"spine, {name} (ingest.load_batch)", r["seconds"], r["rss_mb"])
+        what = "fetch_batch + load_batch" if "extract_s" in r else "ingest.load_batch"
+        line(f"spine, {name} ({what})", r["seconds"], r["rss_mb"])
     print(f"(RSS is the process peak; {runs['direct']['rss_before']:.0f} MB before loading, imports incl. GX; "
           f"importing GX once per task process: {runs['direct']['gx_import_s']:.1f} s, not counted above)")
     best = runs["direct"]
@@ -156,6 +228,8 @@ def main() -> None:
               f"{pdr['rss_mb'] / best['rss_mb']:.1f}x less memory")
     if "staging" in runs:
         print(f"direct vs staging path: {runs['staging']['seconds'] / best['seconds']:.1f}x")
+    if "from S3" in runs:
+        print(f"from S3, extract included, vs scan baseline: {scan['seconds'] / runs['from S3']['seconds'] * 100:.0f}%")
     print(f"spine (direct) vs scan baseline: {scan['seconds'] / best['seconds'] * 100:.0f}% of its rows/s; "
           f"vs copy-only floor: {copy['seconds'] / best['seconds'] * 100:.0f}%; the mapping alone reaches "
           f"{scan['seconds'] / mapped['seconds'] * 100:.0f}% of the scan")
@@ -179,8 +253,9 @@ def _copy(path: str, db: str, q: mp.Queue) -> None:
     con.close()
 
 
-def _generated(root: Path, rows: int) -> tuple[str, int, Decimal]:
-    """(data file, exact row count, exact billed total), generating only when not cached in root."""
+def _generated(root: Path, rows: int) -> tuple[str, int, Decimal, dict]:
+    """(data file, exact row count, exact billed total, delivery: root + keys), generating only
+    when not cached in root. The manifest points at s3://BUCKET/PREFIX/..., where --s3 serves it."""
     import json
 
     from finops.demo.cur_generator import GenSpec, write_cur2_period
@@ -188,17 +263,19 @@ def _generated(root: Path, rows: int) -> tuple[str, int, Decimal]:
     meta = root / f"bench-{rows}.json"
     if meta.exists():
         m = json.loads(meta.read_text())
-        if Path(m["path"]).exists():
+        if Path(m["path"]).exists() and m.get("bucket") == BUCKET and m.get("prefix") == PREFIX:
             print(f"reusing {m['rows']:,} generated rows from {m['path']}")
-            return m["path"], m["rows"], Decimal(m["billed"])
+            return m["path"], m["rows"], Decimal(m["billed"]), m["delivery"]
     t = time.perf_counter()
-    d = write_cur2_period(root / f"rows-{rows}", GenSpec(PERIOD, rows=rows, seed=1))
+    d = write_cur2_period(root / f"rows-{rows}", GenSpec(PERIOD, rows=rows, seed=1), prefix=PREFIX, bucket=BUCKET)
     path = str(root / f"rows-{rows}" / d.data_keys[0])
     size = Path(path).stat().st_size / 2**20
     print(f"generated {d.totals.rows:,} rows ({size:.0f} MiB parquet) in {time.perf_counter() - t:.1f}s; "
           f"expected billed {d.totals.billed_total}")
-    meta.write_text(json.dumps({"path": path, "rows": d.totals.rows, "billed": str(d.totals.billed_total)}))
-    return path, d.totals.rows, d.totals.billed_total
+    delivery = {"root": str(root / f"rows-{rows}"), "keys": [*d.data_keys, d.manifest_key]}
+    meta.write_text(json.dumps({"path": path, "rows": d.totals.rows, "billed": str(d.totals.billed_total),
+                                "bucket": BUCKET, "prefix": PREFIX, "delivery": delivery}))
+    return path, d.totals.rows, d.totals.billed_total, delivery
 
 
 if __name__ == "__main__":
