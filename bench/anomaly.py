@@ -81,8 +81,9 @@ def generate(n: int, t: int, seed: int, floor: float) -> Dataset:
             continue
         if kind[i] == "small":
             continue
-        n_anom = rng.choice([0, 1, 2], p=[0.4, 0.45, 0.15])
-        starts = sorted(rng.choice(np.arange(42, t - 10, 60), size=n_anom, replace=False)) if n_anom else []
+        slots = np.arange(42, t - 10, 60)  # 60-day spacing: short runs have room for fewer events
+        n_anom = min(int(rng.choice([0, 1, 2], p=[0.4, 0.45, 0.15])), len(slots))
+        starts = sorted(rng.choice(slots, size=n_anom, replace=False)) if n_anom else []
         for s in starts:
             s = int(s + rng.integers(0, 30))
             if s >= t - 3:
