@@ -43,3 +43,11 @@ def test_ui_bench():
     out = _run("ui.py", "--days", "3", "--rows-per-day", "2000", "--repeat", "2")
     for page in ("overview", "showback table", "tag compliance (+ month cost)", "cost by provider (NO rollup: raw scan)"):
         assert page in out, out
+
+
+@pytest.mark.postgres
+def test_celery_vs_dagtest_bench_spine_and_dagtest(tmp_path):
+    """The spine and dag.test() modes (the Celery mode's topology is tests/integration's job)."""
+    out = _run("celery_vs_dagtest.py", "--rows", "2000", "--modes", "spine,dagtest", "--cache", str(tmp_path))
+    assert out.count('"billed_matches_generator": true') == 2, out
+    assert "stage_peak_rss_mb" in out and "dagtest 2,000 rows:" in out
