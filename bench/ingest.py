@@ -128,13 +128,12 @@ def _extract_load(endpoint: str, home: str, q: mp.Queue) -> None:
 def _serve_s3(root: Path, keys: list[str]):
     """A moto S3 server on loopback holding the delivery (data file + manifest) under PREFIX."""
     import logging
+    import socket
 
     import boto3
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    import socket
-
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -164,7 +163,8 @@ PREFIX = "exports/bench"
 
 
 def _run(target, *args) -> dict:
-    # spawn, not fork: a forked child would start with the parent's RSS (the generator's)
+    # spawn, not fork: a forked child shares the parent's pages (the generator's) and counts them
+    # in its RSS; a spawned one starts clean, and bench/rss.py reads its own peak, not ru_maxrss
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=target, args=(*args, q))
