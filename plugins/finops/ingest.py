@@ -24,7 +24,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -308,6 +308,7 @@ def load_batch(
     force: bool = False,
     keep_staging: bool = False,
     direct: bool | None = None,
+    after_load: Callable[[list[Path] | None], Any] | None = None,
 ) -> LoadLogEntry:
     """Convert, validate and load one delivery; returns its `load_log` entry.
 
@@ -319,7 +320,11 @@ def load_batch(
 
     `direct` (default: whenever the warehouse can, i.e. embedded DuckDB) converts straight
     into the warehouse table and validates the new rows before committing (`_load_direct`);
-    otherwise the delivery goes through staging parquet (PostgreSQL, dry runs)."""
+    otherwise the delivery goes through staging parquet (PostgreSQL, dry runs).
+
+    `after_load(staging_files)` runs once the partition is committed: with the staging files
+    just copied in (still on disk), or None after a direct load (e.g. to build rollups from
+    the files instead of re-reading the warehouse)."""
     load_id = make_load_id(batch.source, batch.billing_period, batch.fingerprint)
     entry = LoadLogEntry(
         load_id=load_id,
@@ -351,6 +356,8 @@ def load_batch(
     if direct is not False and hasattr(wh, "replace_partition_select"):
         done = _load_direct(wh, batch, converter, ctx, entry)
         if done is not None:
+            if after_load is not None and done.status == "loaded":
+                after_load(None)
             return done
     elif direct:
         raise ValueError(f"a {wh.dialect} warehouse cannot load directly; use direct=None")
@@ -385,6 +392,8 @@ def load_batch(
         entry.timings["total_s"] = time.perf_counter() - t
         entry.timings["load_s"] = entry.timings["total_s"] - entry.timings["convert_s"] - entry.timings["validate_s"]
         _log_loaded(entry)
+        if after_load is not None:
+            after_load([staging_file])
         return entry
     finally:
         if not keep_staging:
