@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from datetime import date
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,8 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
             continue
         wh = connect(cfg)
         try:
-            entry = ingest.load_batch(
-                wh, batch, converter, run_id=run_id,
-                after_load=lambda staged, wh=wh, b=batch: refresh_rollups(wh, b.source, b.billing_period, staged),
-            )
+            rollups = partial(refresh_rollups, wh, batch.source, batch.billing_period)
+            entry = ingest.load_batch(wh, batch, converter, run_id=run_id, after_load=rollups)
         finally:
             wh.close()
         results.append(
