@@ -137,8 +137,10 @@ class StagingResult:
 def _engine(tmp: Path) -> duckdb.DuckDBPyConnection:
     import duckdb
 
+    from finops.warehouse.duckdb_wh import memory_limit
+
     con = duckdb.connect(":memory:")
-    mem = os.environ.get("FINOPS_DUCKDB_MEMORY_LIMIT", "1GB")
+    mem = memory_limit()  # the one reading of FINOPS_DUCKDB_MEMORY_LIMIT, as the warehouse uses
     threads = int(os.environ.get("FINOPS_DUCKDB_THREADS", "0") or 0) or min(os.cpu_count() or 2, 8)
     con.execute(f"SET memory_limit = {sql_literal(mem)}")
     con.execute(f"SET threads = {threads}")
