@@ -5,12 +5,12 @@ generator; a re-run changes nothing; a restated delivery replaces the period."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 from decimal import Decimal
 
 import pytest
 import yaml
+
+from tests.log_lines import log_lines
 
 PREFIX = "exports/finops-export"
 
@@ -157,24 +157,6 @@ def test_dry_run_writes_nothing(airflow_db, finops_home, billing_config, awsb_de
     wh.close()
 
 
-@contextmanager
-def _billing_log(level: int) -> Iterator[list[str]]:
-    """Messages of finops.orchestration.billing at `level` and above. A handler on that logger,
-    not caplog: the S3Hook the load uses may reconfigure logging mid-test."""
-    lines: list[str] = []
-    handler = logging.Handler(level)
-    handler.emit = lambda record: lines.append(record.getMessage())  # type: ignore[method-assign]
-    logger = logging.getLogger("finops.orchestration.billing")
-    old_level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(min(level, logger.getEffectiveLevel()))
-    try:
-        yield lines
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(old_level)
-
-
 def test_load_partition_rebuilds_its_own_rollups(finops_home, billing_config, awsb_deliver):
     """The mapped load refreshes its partition's UI rollups itself (in parallel with the other
     loads, not later in publish_summary); a refresh that fails never fails the load."""
@@ -192,7 +174,7 @@ def test_load_partition_rebuilds_its_own_rollups(finops_home, billing_config, aw
         wh.execute("DROP TABLE ui_cost_daily")  # the next refresh cannot run
 
     awsb_deliver(GenSpec(period="2026-09", rows=500, seed=4, restatement=1), prefix=PREFIX)
-    with _billing_log(logging.ERROR) as errors:
+    with log_lines("finops.orchestration.billing", logging.ERROR) as errors:
         assert load_partition(item)["status"] == "loaded"
     assert errors == ["main-payer 2026-09: UI rollup refresh failed; publish_summary will retry it"]
     with DuckDBWarehouse(warehouse_path()) as wh:
@@ -212,7 +194,7 @@ def test_load_partition_on_postgres_sums_rollups_from_its_staging_file(finops_ho
 
     billing_config({"conn_id": pg_conn_id.conn_id, "schema": pg_conn_id.schema})
     awsb_deliver(GenSpec(period="2026-09", rows=600, seed=5), prefix=PREFIX)
-    with _billing_log(logging.INFO) as lines:
+    with log_lines("finops.orchestration.billing") as lines:
         result = load_partition({"provider": "aws", "source": "main-payer", "billing_period": "2026-09"})
     assert result["status"] == "loaded"
     assert any(line.startswith("main-payer 2026-09: UI rollups rebuilt from the staging files") for line in lines), lines
