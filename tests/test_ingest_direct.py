@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from datetime import datetime
 from decimal import Decimal as D
 from pathlib import Path
@@ -15,8 +16,9 @@ import pytest
 
 from finops.demo.cur_generator import GenSpec, write_cur2_period
 from finops.focus.schema import COLUMNS
-from finops.ingest import RawBatch, load_batch
+from finops.ingest import RawBatch, _engine, load_batch
 from finops.sources import aws_cur
+from finops.warehouse.base import WarehouseError
 from finops.warehouse.duckdb_wh import DuckDBWarehouse
 from tests.focus.test_aws_cur import cur_row, write_cur
 
@@ -129,3 +131,22 @@ def test_thread_cap_applies_to_the_warehouse_connection(tmp_path, monkeypatch):
         assert wh.query("SELECT current_setting('threads')") == [(1,)]
     finally:
         wh.close()
+
+
+@pytest.mark.parametrize("bad", ["0", "-2", "four", "1.5"])
+def test_a_bad_thread_cap_fails_naming_the_variable(tmp_path, monkeypatch, bad):
+    """Both DuckDBs (the warehouse and the staging engine) read the cap the same strict way:
+    a typo fails loudly instead of silently running uncapped on a shared worker."""
+    monkeypatch.setenv("FINOPS_DUCKDB_THREADS", bad)
+    with pytest.raises(WarehouseError, match="FINOPS_DUCKDB_THREADS must be a positive integer"):
+        DuckDBWarehouse(tmp_path / "bad.duckdb")
+    with pytest.raises(WarehouseError, match="FINOPS_DUCKDB_THREADS"):
+        _engine(tmp_path / "spill")
+
+
+def test_thread_cap_defaults(tmp_path, monkeypatch):
+    monkeypatch.delenv("FINOPS_DUCKDB_THREADS", raising=False)
+    con = _engine(tmp_path / "spill")
+    assert con.execute("SELECT current_setting('threads')").fetchone() == (min(os.cpu_count() or 2, 8),)
+    monkeypatch.setenv("FINOPS_DUCKDB_THREADS", " 1 ")
+    assert _engine(tmp_path / "spill").execute("SELECT current_setting('threads')").fetchone() == (1,)

@@ -137,13 +137,12 @@ class StagingResult:
 def _engine(tmp: Path) -> duckdb.DuckDBPyConnection:
     import duckdb
 
-    from finops.warehouse.duckdb_wh import memory_limit
+    from finops.warehouse.duckdb_wh import memory_limit, threads
 
     con = duckdb.connect(":memory:")
     mem = memory_limit()  # the one reading of FINOPS_DUCKDB_MEMORY_LIMIT, as the warehouse uses
-    threads = int(os.environ.get("FINOPS_DUCKDB_THREADS", "0") or 0) or min(os.cpu_count() or 2, 8)
     con.execute(f"SET memory_limit = {sql_literal(mem)}")
-    con.execute(f"SET threads = {threads}")
+    con.execute(f"SET threads = {threads(min(os.cpu_count() or 2, 8))}")
     con.execute(f"SET temp_directory = {sql_literal(str(tmp))}")
     con.execute("SET preserve_insertion_order = false")
     con.execute("SET TimeZone = 'UTC'")

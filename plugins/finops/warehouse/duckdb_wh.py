@@ -39,6 +39,19 @@ def memory_limit() -> str:
     return os.environ.get("FINOPS_DUCKDB_MEMORY_LIMIT", "").strip() or DEFAULT_MEMORY_LIMIT
 
 
+def threads(default: int | None) -> int | None:
+    """The DuckDB thread cap (env FINOPS_DUCKDB_THREADS), or `default` when unset.
+
+    One reading for every DuckDB the package opens, strict: a value that is not a positive
+    integer fails naming the variable, rather than silently running with another cap."""
+    raw = os.environ.get("FINOPS_DUCKDB_THREADS", "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise WarehouseError(f"FINOPS_DUCKDB_THREADS must be a positive integer, not {raw!r}")
+    return int(raw)
+
+
 def _sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -86,9 +99,9 @@ class DuckDBWarehouse:
         self.con.execute(f"SET memory_limit = {_sql_str(memory_limit())}")
         # the direct billing load converts inside this connection: honour the same thread cap
         # as the staging engine (ingest._engine), so a worker running 4 loads can size them
-        threads = os.environ.get("FINOPS_DUCKDB_THREADS", "").strip()
-        if threads.isdigit() and int(threads) > 0:
-            self.con.execute(f"SET threads = {int(threads)}")
+        cap = threads(None)  # unset: DuckDB's own default, all cores
+        if cap is not None:
+            self.con.execute(f"SET threads = {cap}")
         if self.path == ":memory:" or self.read_only:
             return
         from finops.paths import subdir
