@@ -32,3 +32,32 @@ def test_task_reads_config_routes_and_alerts_once(duckdb_wh, finops_home, alert_
     assert "Amazon Elastic Compute Cloud" in json.dumps(alert_slack.payloads()[0])
     quiet = run_anomalies_task(send_alerts=False)
     assert quiet["alerted"] == []
+
+
+def test_send_alerts_off_delivers_nothing_and_keeps_anomalies_pending(duckdb_wh, finops_home, alert_slack,
+                                                                      alert_sinks, monkeypatch, tmp_path):
+    """A dry run (send_alerts=False) in a fresh worker process: emit() would register the
+    configured routes on first use, so the task must not emit at all; the anomaly stays
+    pending and is delivered once when alerts are on again."""
+    from finops.alerts import routing
+    from finops.allocation.tasks import run_anomalies_task
+
+    monkeypatch.setattr(routing, "_REGISTERED", {})  # nothing registered yet, as in a new task process
+    cfg = tmp_path / "finops.yaml"
+    cfg.write_text(
+        "alerts:\n"
+        "  routes:\n"
+        f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
+        "anomaly:\n"
+        "  lookback_days: 90\n"
+        "  monitors: [{type: service, abs_floor: 100, pct: 0.5}]\n"
+    )
+    monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
+    _seed(duckdb_wh)
+    duckdb_wh.close()
+    alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
+    quiet = run_anomalies_task(send_alerts=False)
+    assert len(quiet["new"]) == 1 and quiet["alerted"] == []
+    assert alert_slack.payloads() == []
+    loud = run_anomalies_task()
+    assert loud["alerted"] == quiet["new"] and len(alert_slack.payloads()) == 1

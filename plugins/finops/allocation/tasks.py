@@ -50,7 +50,7 @@ def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = Non
         clear_sinks()
         if send_alerts:
             register_configured_sinks(ledger=AlertLedger(wh))
-        res = run_anomalies(wh, settings, now=datetime.now(UTC).replace(tzinfo=None))
+        res = run_anomalies(wh, settings, now=datetime.now(UTC).replace(tzinfo=None), deliver=send_alerts)
         if res.alert_errors:
             raise RuntimeError(f"{res.alert_errors} alert deliveries failed; anomalies stay pending and are "
                                "retried on the next run")

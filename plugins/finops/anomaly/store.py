@@ -163,7 +163,10 @@ class AnomalyRun:
 
 
 def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None = None,
-                  end: date | None = None) -> AnomalyRun:
+                  end: date | None = None, deliver: bool = True) -> AnomalyRun:
+    """Detect and store; with `deliver` False (a dry run) nothing is emitted and new anomalies
+    stay pending (alerted_at NULL), so a later run with delivery on still alerts them once.
+    emit() itself is not enough to hold back: it registers the configured routes on first use."""
     from finops.alerts import emit
     from finops.anomaly.render import alert_event
 
@@ -199,7 +202,7 @@ def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None
     # alert: every open anomaly not yet delivered (new ones, and earlier failures)
     pending = {a.anomaly_id: a for a in existing if a.alerted_at is None and a.status == "open"}
     pending.update({k: v for k, v in changed.items() if v.alerted_at is None and v.status == "open"})
-    for aid, a in sorted(pending.items()):
+    for aid, a in sorted(pending.items()) if deliver else ():
         errors = emit(alert_event(a))
         if errors:
             result.alert_errors += len(errors)
