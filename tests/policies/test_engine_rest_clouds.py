@@ -156,3 +156,71 @@ def test_lambda_cannot_be_stopped_or_terminated_without_opt_in():
         _lambda_policy(allow_terminate=False)
     with pytest.raises(ValueError, match="Lambda"):
         _lambda_policy(scope={"providers": ["lambda", "aws"]})
+
+
+def _lossy(fake, suffix: str, status: int):  # type: ignore[no-untyped-def]
+    """The server acts on the first `suffix` call, then its answer is lost (5xx)."""
+    from werkzeug import Response
+
+    seen: list[str] = []
+
+    def handler(request):  # type: ignore[no-untyped-def]
+        if request.method == "POST" and request.path.endswith(suffix):
+            seen.append(request.path)
+            fake.handler(request)
+            return Response("upstream gone", status=status)
+        return fake.handler(request)
+
+    return handler, seen
+
+
+def test_terminate_is_sent_once_when_its_answer_is_lost(httpserver, duckdb_wh, pol_alerts):
+    """A 5xx after the server acted must not repeat the terminate: audited as an error, run fails."""
+    import re
+
+    from finops.policies.engine import PolicyRunError
+    from tests.fixtures.policies import PolFakeLambda
+
+    fake = PolFakeLambda()
+    bad = fake.add("untagged", {"owner": "carol"})
+    handler, seen = _lossy(fake, "/instance-operations/terminate", 502)
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(handler)
+    inv = LambdaInventory("lambda-main", None, httpserver.url_for("/").rstrip("/"))
+    inv.api._sleep = lambda s: None
+    pol, cloud, t0 = _lambda_policy(), Cloud(inv, LambdaActions(inv, allow_terminate=True)), datetime.now(UTC)
+    run_policy(pol, cloud, duckdb_wh, dry_run=False, now=t0, run_id="lost-1")  # marks
+    later = t0 + timedelta(hours=25)
+    with pytest.raises(PolicyRunError):
+        run_policy(pol, cloud, duckdb_wh, dry_run=False, now=later, clock=lambda: later, run_id="lost-2")
+    assert len(seen) == 1
+    verdict, action, result = _audit(duckdb_wh, "lost-2")["untagged"]
+    assert (verdict, action) == ("violation", "terminate") and result.startswith("error:") and "502" in result
+    assert fake.instances[bad]["status"] == "terminating"
+
+
+def test_gcp_stop_and_azure_deallocate_are_sent_once_after_5xx(httpserver, pol_policy):
+    import re
+
+    from tests.fixtures.policies import PolFakeAzure, PolFakeGcp
+
+    gcp = PolFakeGcp()
+    gcp.fail_next = []
+    gcp.add("g", "us-central1-a", {})
+    handler, seen = _lossy(gcp, "/stop", 503)
+    httpserver.expect_request(re.compile("^/compute/.*")).respond_with_handler(handler)
+    url = httpserver.url_for("/").rstrip("/")
+    ginv = GcpInventory(gcp.project, None, url, url)
+    ginv.compute._sleep = lambda s: None
+    with pytest.raises(Exception, match="503"):
+        GcpActions(ginv).stop(ginv.list_resources()[0], dry_run=False)
+    assert len(seen) == 1
+
+    az = PolFakeAzure(url)
+    az.add("vm", {})
+    ahandler, aseen = _lossy(az, "/deallocate", 500)
+    httpserver.expect_request(re.compile("^/subscriptions/.*")).respond_with_handler(ahandler)
+    ainv = AzureInventory(az.sub, None, url)
+    ainv.arm._sleep = lambda s: None
+    with pytest.raises(Exception, match="500"):
+        AzureActions(ainv).stop(ainv.list_resources()[0], dry_run=False)
+    assert len(aseen) == 1

@@ -1,5 +1,6 @@
 """Azure actions: tags via the Tags resource (`Merge` / `Delete` patch, other tags kept) and
-VM deallocate (stop alone keeps billing the compute)."""
+VM deallocate (stop alone keeps billing the compute). Both are sent as non-idempotent calls:
+retried on 429 only, never after a 5xx or a lost answer, where ARM may already have acted."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ class AzureActions:
         self.arm.request(
             "PATCH", f"{r.resource_id}/providers/Microsoft.Resources/tags/default",
             params={"api-version": TAGS_API}, json={"operation": operation, "properties": {"tags": tags}},
+            idempotent=False,
         )
 
     def mark(self, resource: Resource, key: str, value: str, dry_run: bool) -> str:
@@ -38,5 +40,5 @@ class AzureActions:
     def stop(self, resource: Resource, dry_run: bool) -> str:
         if dry_run:
             return "dry_run: would deallocate"
-        self.arm.post(f"{resource.resource_id}/deallocate", params={"api-version": COMPUTE_API})
+        self.arm.post(f"{resource.resource_id}/deallocate", params={"api-version": COMPUTE_API}, idempotent=False)
         return "deallocated: requested"

@@ -1,5 +1,7 @@
 """GCP actions: labels via instances.setLabels (with the labelFingerprint, so a concurrent
-change makes the call fail instead of overwriting it) and instances.stop."""
+change makes the call fail instead of overwriting it) and instances.stop. Both are sent as
+non-idempotent calls: retried on 429 only, never after a 5xx or a lost answer, where the
+server may already have acted (the failure is audited; the next run re-decides)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ class GcpActions:
     def _set_labels(self, r: Resource, labels: dict[str, str]) -> None:
         inst = self.inv.raw(r.resource_id)
         self.inv.compute.post(
-            f"{self._base(r)}/setLabels", json={"labels": labels, "labelFingerprint": inst.get("labelFingerprint", "")}
+            f"{self._base(r)}/setLabels", json={"labels": labels, "labelFingerprint": inst.get("labelFingerprint", "")},
+            idempotent=False,
         )
 
     def mark(self, resource: Resource, key: str, value: str, dry_run: bool) -> str:
@@ -42,5 +45,5 @@ class GcpActions:
     def stop(self, resource: Resource, dry_run: bool) -> str:
         if dry_run:
             return "dry_run: would stop"
-        op = self.inv.compute.post(f"{self._base(resource)}/stop")
+        op = self.inv.compute.post(f"{self._base(resource)}/stop", idempotent=False)
         return f"stopped: operation {op.get('name', '?')} {op.get('status', '')}".strip()

@@ -1,5 +1,7 @@
 """Lambda Cloud actions: there is no stop, only terminate, which the policy model allows
-only with `allow_terminate: true` on a Lambda-only policy. Marks are kept by the engine."""
+only with `allow_terminate: true` on a Lambda-only policy. Marks are kept by the engine.
+The terminate call is non-idempotent: retried on 429 only, never after a 5xx or a lost
+answer (the server may have acted; the failure is audited and the next run re-decides)."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ class LambdaActions:
             return "refused: terminate not opted in"
         if dry_run:
             return "dry_run: would terminate"
-        body = self.api.post("api/v1/instance-operations/terminate", json={"instance_ids": [resource.resource_id]})
+        body = self.api.post("api/v1/instance-operations/terminate", json={"instance_ids": [resource.resource_id]},
+                             idempotent=False)
         gone = [i.get("id") for i in (body.get("data") or {}).get("terminated_instances", [])]
         return "terminated" if resource.resource_id in gone else f"terminate requested: {gone}"
