@@ -47,6 +47,14 @@ def test_terminated_status_closes_and_cannot_reopen():
     assert billable_interval(lt) == (T, T + timedelta(minutes=30))
 
 
+def test_missed_by_one_listing_then_seen_again_reopens_the_same_lifetime():
+    # listed 00:00-05:00, missing from the 06:00 listing, listed again at 07:00: one lifetime 00:00-07:00
+    polls = [(T + timedelta(hours=h), [_inst()]) for h in range(6)]
+    lt = _fold([*polls, (T + timedelta(hours=6), []), (T + timedelta(hours=7), [_inst()])])["i-1"]
+    assert lt.ended_at is None and lt.status == "active"
+    assert billable_interval(lt) == (T, T + timedelta(hours=7))
+
+
 def test_still_running_bills_to_last_observation_only():
     lt = _fold([(T, [_inst("booting")]), (T + timedelta(minutes=10), [_inst()]),
                 (T + timedelta(minutes=40), [_inst()])])["i-1"]

@@ -74,6 +74,37 @@ def test_polls_into_lifetimes_then_loads_focus(lam_api, duckdb_wh):
     assert load_batch(duckdb_wh, batch, lam.converter_for(SRC)).status == "unchanged"
 
 
+def test_instance_reappearing_after_a_missed_listing_keeps_its_billed_hours(lam_api, any_wh, finops_home):
+    # regression: the closed lifetime was not loaded, so the reappearance started a new one and the
+    # upsert on (source, instance_id) replaced it: 6 billed H100 hours dropped to 0
+    api, t0 = _api(), datetime(2026, 10, 1, tzinfo=UTC)
+    h100 = gen.instance_json("i-h100", "train", "gpu_8x_h100_sxm5", "us-west-1", "active")
+    for h in range(6):
+        lam_api.instances = [h100]
+        lam.poll_once(any_wh, SRC, api, polled_at=t0 + timedelta(hours=h))
+    lam_api.instances = []  # one listing misses it
+    lam.poll_once(any_wh, SRC, api, polled_at=t0 + timedelta(hours=6))
+    [closed] = lam.period_intervals(any_wh, SRC, "2026-10")
+    assert closed["bill_end"] - closed["bill_start"] == timedelta(hours=6)
+    lam_api.instances = [h100]
+    lam.poll_once(any_wh, SRC, api, polled_at=t0 + timedelta(hours=7))
+    [again] = lam.period_intervals(any_wh, SRC, "2026-10")
+    assert (again["bill_start"], again["bill_end"]) == (datetime(2026, 10, 1), datetime(2026, 10, 1, 7))
+
+
+def test_terminated_instance_listed_again_stays_closed_in_the_warehouse(lam_api, duckdb_wh):
+    api, t0 = _api(), datetime(2026, 10, 1, tzinfo=UTC)
+    inst = gen.instance_json("i-a10", "nb", "gpu_1x_a10", "us-west-1", "active")
+    lam_api.instances = [inst]
+    lam.poll_once(duckdb_wh, SRC, api, polled_at=t0)
+    lam_api.instances = [{**inst, "status": "terminated"}]
+    lam.poll_once(duckdb_wh, SRC, api, polled_at=t0 + timedelta(minutes=30))
+    lam_api.instances = [inst]  # a stale listing
+    lam.poll_once(duckdb_wh, SRC, api, polled_at=t0 + timedelta(hours=2))
+    [row] = lam.period_intervals(duckdb_wh, SRC, "2026-10")
+    assert (row["bill_start"], row["bill_end"]) == (datetime(2026, 10, 1), datetime(2026, 10, 1, 0, 30))
+
+
 def test_plan_batches_polls_and_extends(lam_api, duckdb_wh):
     now = datetime.now(UTC)
     lam_api.instances = [gen.instance_json("i-live", "nb", "gpu_1x_a10", "us-west-1", "active")]

@@ -9,6 +9,10 @@ Lifetime rule (pure, `observe` / `billable_interval`), driven by our polls of
 - after the last sighting, once a poll no longer lists it (or lists it `terminated`), it is
   billed up to min(that poll, last sighting + max_gap) -- max_gap is the expected poll
   interval, so a long polling outage never invents hours;
+- closed by a `terminated` listing is final (a stale listing cannot reopen it); closed only
+  because one poll did not list it (`gone`), a later billable sighting reopens the same
+  lifetime (instance ids are never reused, so both sightings prove it ran in between):
+  first_seen is kept, never replaced by a fresh lifetime that would drop the hours billed;
 - while it is still listed, billing runs to the last poll that saw it (the next poll
   extends it): nothing is billed ahead of an observation;
 - before the first sighting nothing is billed (the API gives no launch time).
@@ -51,7 +55,10 @@ class Lifetime:
 def observe(
     known: dict[str, Lifetime], instances: list[dict], polled_at: datetime, max_gap: timedelta = DEFAULT_MAX_GAP
 ) -> dict[str, Lifetime]:
-    """Fold one poll of /api/v1/instances into the lifetimes; returns the changed ones."""
+    """Fold one poll of /api/v1/instances into the lifetimes; returns the changed ones.
+
+    `known` must hold every open lifetime and the closed lifetime of any instance this poll
+    lists: without it a reappearing instance would start a new lifetime over its history."""
     changed: dict[str, Lifetime] = {}
     listed: set[str] = set()
     for inst in instances:
@@ -62,7 +69,9 @@ def observe(
         region = (inst.get("region") or {}).get("name")
         old = known.get(iid)
         if old is not None and old.ended_at is not None:
-            continue  # already closed: a stale listing cannot reopen it
+            if old.status == "gone" and status in BILLABLE_STATUSES:  # missed by one listing, still running
+                changed[iid] = replace(old, last_seen=max(old.last_seen, polled_at), ended_at=None, status=status)
+            continue  # closed by `terminated`: a stale listing cannot reopen it
         if status == "terminated":
             if old is not None:
                 changed[iid] = replace(old, ended_at=min(polled_at, old.last_seen + max_gap), status=status)

@@ -68,13 +68,33 @@ class LambdaApi(HttpClient):
 
 
 # ------------------------------------------------------------------ warehouse state
+_LIFETIME_COLS = "instance_id, name, instance_type, region, price_cents_per_hour, first_seen, last_seen, ended_at, status"
+
+
+def _lifetime(r: tuple) -> Lifetime:
+    return Lifetime(r[0], r[1], r[2], r[3], int(r[4]), _utc(r[5]), _utc(r[6]), _utc(r[7]), r[8])
+
+
 def load_open(wh: Warehouse, source: str) -> dict[str, Lifetime]:
-    rows = wh.query(
-        f"SELECT instance_id, name, instance_type, region, price_cents_per_hour, first_seen, last_seen, ended_at, status "
-        f"FROM {LIFETIMES} WHERE source = ? AND ended_at IS NULL",
-        [source],
-    )
-    return {r[0]: Lifetime(r[0], r[1], r[2], r[3], int(r[4]), _utc(r[5]), _utc(r[6]), None, r[8]) for r in rows}
+    rows = wh.query(f"SELECT {_LIFETIME_COLS} FROM {LIFETIMES} WHERE source = ? AND ended_at IS NULL", [source])
+    return {r[0]: _lifetime(r) for r in rows}
+
+
+def load_known(wh: Warehouse, source: str, listed: list[str]) -> dict[str, Lifetime]:
+    """The open lifetimes plus the closed ones of instances this poll lists. An instance missed by
+    one listing and seen again must fold into its stored lifetime (observe reopens or ignores it):
+    starting afresh would upsert over the row and drop every hour already billed."""
+    known = load_open(wh, source)
+    ids = sorted({i for i in listed if i not in known})
+    for k in range(0, len(ids), 500):
+        chunk = ids[k:k + 500]
+        rows = wh.query(
+            f"SELECT {_LIFETIME_COLS} FROM {LIFETIMES} WHERE source = ? AND ended_at IS NOT NULL "
+            f"AND instance_id IN ({', '.join('?' * len(chunk))})",
+            [source, *chunk],
+        )
+        known.update({r[0]: _lifetime(r) for r in rows})
+    return known
 
 
 def _utc(ts: datetime | None) -> datetime | None:
@@ -109,7 +129,8 @@ def poll_once(wh: Warehouse, src: LambdaSource, api: LambdaApi, polled_at: datet
     """One poll folded into the warehouse; returns the lifetimes it changed."""
     instances = api.instances()
     at = polled_at or datetime.now(UTC)
-    changed = observe(load_open(wh, src.name), instances, at, max_gap)
+    known = load_known(wh, src.name, [str(i["id"]) for i in instances])
+    changed = observe(known, instances, at, max_gap)
     save(wh, src.name, changed, at, len(instances))
     log.info("%s: polled %d instance(s), %d lifetime(s) changed", src.name, len(instances), len(changed))
     return changed
