@@ -87,3 +87,62 @@ def test_idle_gpu_cost_from_policy_actions_when_present(any_wh):
 def test_conservation_guard_refuses_mismatch():
     with pytest.raises(ConservationError):
         check_conservation({("billed", "USD"): D("1.00")}, [])
+
+
+def _restate(wh, tmp_path, period: str, rows: list[dict]) -> None:
+    """Replace one (source, period) of focus_costs the way ingest does: one transaction with
+    its load_log row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from finops.focus.schema import arrow_schema
+    from finops.warehouse.base import LoadLogEntry
+
+    schema = arrow_schema()
+    f = tmp_path / f"restated-{period}.parquet"
+    pq.write_table(pa.Table.from_pylist([{c: r.get(c) for c in schema.names} for r in rows], schema=schema), f)
+    wh.replace_partition("focus_costs", {"x_source": "main-payer", "x_billing_period": period}, [f],
+                         log=LoadLogEntry(load_id=f"restated-{period}", source="main-payer", provider="aws",
+                                          billing_period=period, status="loaded", row_count=len(rows)))
+
+
+def test_stale_periods_are_those_reloaded_since_their_showback(any_wh, tmp_path):
+    from finops.allocation.store import stale_periods
+
+    wh = any_wh
+    _seed(wh)
+    rules = parse_rules(RULES)
+    _restate(wh, tmp_path, "2026-11", [focus_row("2026-11-01", "1", "1", {"team": "ml"})])
+    assert stale_periods(wh) == ["2026-11"]  # loaded, never allocated
+    run_showback(wh, "2026-11", rules)
+    assert stale_periods(wh) == []
+    _restate(wh, tmp_path, "2026-11", [focus_row("2026-11-01", "4.56", "4.56", {"team": "ml"})])
+    assert stale_periods(wh) == ["2026-11"]  # restated after its showback
+    run_showback(wh, "2026-11", rules)
+    assert stale_periods(wh) == []
+
+
+def test_restated_old_period_reaches_chargeback_on_the_asset_triggered_run(duckdb_wh, finops_home, tmp_path):
+    """The billing DAG reloads 2026-10 by hand in December; the showback run its asset event
+    triggers (no Params) must recompute 2026-10, not only the current month."""
+    from datetime import date
+
+    from finops.allocation.tasks import run_showback_task, showback_periods
+
+    wh = duckdb_wh
+    _restate(wh, tmp_path, "2026-10", [focus_row("2026-10-01", "10.00", "10.00", {"team": "ml"})])
+    run_showback(wh, "2026-10", parse_rules(RULES))
+    _restate(wh, tmp_path, "2026-10", [focus_row("2026-10-01", "12.34", "12.34", {"team": "ml"})])
+    wh.close()  # the task bodies open the warehouse themselves
+
+    periods = showback_periods("", date(2026, 12, 20))
+    assert periods == ["2026-10", "2026-12"]
+    assert showback_periods("2026-12", date(2026, 12, 20)) == ["2026-12"]  # explicit Params win
+    for p in periods:
+        run_showback_task(p)
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    with DuckDBWarehouse(finops_home / "warehouse.duckdb") as again:
+        got = again.query("SELECT SUM(total_cost) FROM chargeback_monthly WHERE billing_period = '2026-10' "
+                          "AND cost_view = 'billed'")[0][0]
+    assert got == D("12.34")

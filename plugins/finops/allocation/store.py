@@ -185,7 +185,28 @@ class ShowbackResult:
         return asdict(self)
 
 
+def stale_periods(wh: Warehouse) -> list[str]:
+    """Billing periods whose newest load is newer than their showback (or that have cost but no
+    showback yet). A restatement of a month outside the default window (a manual reload of an
+    older period, late GCP rows) would otherwise never reach chargeback_monthly or the reports."""
+    loads = dict(wh.query("SELECT billing_period, MAX(finished_at) FROM load_log WHERE status = 'loaded' "
+                          "GROUP BY 1"))
+    done = dict(wh.query("SELECT billing_period, MAX(computed_at) FROM chargeback_monthly GROUP BY 1"))
+    out = []
+    for period, loaded in sorted(loads.items()):
+        computed = done.get(period)
+        if computed is None:
+            if wh.query("SELECT 1 FROM focus_costs WHERE x_billing_period = ? LIMIT 1", [period]):
+                out.append(period)
+        elif loaded is not None and loaded > computed:
+            out.append(period)
+    return out
+
+
 def run_showback(wh: Warehouse, period: str, rules: AllocationRules) -> ShowbackResult:
+    # computed_at is taken BEFORE reading: a load committed while this runs is then newer than
+    # the showback and stale_periods() picks the period up again
+    now = datetime.now(UTC).replace(tzinfo=None)
     rows = load_cost_rows(wh, period)
     allocated: list[Allocated] = []
     gpu: list[GpuLine] = []
@@ -196,7 +217,6 @@ def run_showback(wh: Warehouse, period: str, rules: AllocationRules) -> Showback
     check_conservation(expected, allocated)
     cb: list[ChargebackLine] = chargeback(allocated)
     idle = idle_gpu_by_team(wh, period, rules)
-    now = datetime.now(UTC).replace(tzinfo=None)
     daily = [{**asdict(a), "computed_at": now} for a in allocated]
     monthly = [{**asdict(c), "computed_at": now} for c in cb]
     gpu_rows = [{**asdict(g), "computed_at": now} for g in gpu]

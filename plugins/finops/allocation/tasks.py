@@ -9,9 +9,21 @@ from typing import Any
 
 
 def showback_periods(param: str | None, today: date) -> list[str]:
+    """The periods asked for; with none asked, the default window plus every period reloaded
+    since its last showback (a restated older month must reach chargeback and the reports)."""
     from finops.orchestration.periods import resolve_periods
 
-    return resolve_periods(param, today)
+    periods = resolve_periods(param, today)
+    if param and str(param).strip():
+        return periods
+    from finops.allocation.store import stale_periods
+    from finops.warehouse import connect
+
+    wh = connect()
+    try:
+        return sorted(set(periods) | set(stale_periods(wh)))
+    finally:
+        wh.close()
 
 
 def previous_period(today: date) -> str:
