@@ -58,8 +58,15 @@ def cost(
     currency: Annotated[str | None, Query(max_length=8)] = None,
     top: Annotated[int, Query(ge=1, le=25)] = 8,
 ) -> dict[str, Any]:
-    """Cost over time by provider / service / service category (focus_costs) or team (showback)."""
-    if start and end and (end <= start or (end - start).days > MAX_DAYS):
+    """Cost over time by provider / service / service category (focus_costs) or team (showback).
+
+    A missing bound is filled from the default range first, then the range is checked: with one
+    bound alone (start=1900-01-01, end=9999-12-31) the check would otherwise be skipped and the
+    query scan, and the answer list, every day in between."""
+    if start is None or end is None:
+        d_start, d_end = queries.default_range(r)
+        start, end = start or d_start, end or d_end
+    if end <= start or (end - start).days > MAX_DAYS:
         raise HTTPException(422, f"need start < end and a range of at most {MAX_DAYS} days")
     return queries.cost_timeseries(r, dim=dim, view=view, grain=grain, start=start, end=end,
                                    currency=currency, top=top)
