@@ -82,6 +82,28 @@ def test_bad_newest_run_is_quarantined_and_loaded_month_kept(az_container, az_co
     assert any(p.name == "part_0_0001.csv.gz" for p in Path(entry.quarantine_path).rglob("*"))  # nothing lost
 
 
+def test_run_still_being_written_never_replaces_the_month(az_container, az_conn, duckdb_wh):
+    # regression: a run folder whose first part file is up but whose manifest (written last) is not yet
+    # was taken as the newest run and replaced the loaded 3-day month with 1 day of data
+    src = _src(az_container, az_conn)
+    day3 = gen.generate(layout="ea", kind="amortized", days=3)
+    _put_run(az_container, "run-a", day3, "2026-10-04T06:00:00Z")
+    conv = azure_blob.converter_for(src)
+    assert load_batch(duckdb_wh, azure_blob.plan_batches(src, "2026-10")[0], conv).status == "loaded"
+    before = _total(duckdb_wh)
+    _put_run(az_container, "run-b", gen.generate(layout="ea", kind="amortized", days=1), "2026-10-05T06:00:00Z",
+             with_manifest=False)
+    [batch] = azure_blob.plan_batches(src, "2026-10")
+    assert batch.assembly_id == "run-a"
+    assert load_batch(duckdb_wh, batch, conv).status == "unchanged" and _total(duckdb_wh) == before
+    # once its manifest lands, the run is complete and replaces the month
+    day4 = gen.generate(layout="ea", kind="amortized", days=4)
+    _put_run(az_container, "run-b", day4, "2026-10-05T06:00:00Z")
+    [batch] = azure_blob.plan_batches(src, "2026-10")
+    assert batch.assembly_id == "run-b" and load_batch(duckdb_wh, batch, conv).status == "loaded"
+    assert _total(duckdb_wh)[1] == len(day4.rows)
+
+
 def test_legacy_layout_without_manifest(az_container, az_conn, finops_home):
     src = _src(az_container, az_conn)
     sample = gen.generate(layout="ea", kind="amortized", days=1)

@@ -13,7 +13,10 @@ the month so far: only the NEWEST run of the period counts (by the manifest's
 runInfo.submittedTime, else by the newest blob), and it replaces the whole partition.
 With a manifest, exactly the blobs it lists are loaded (a missing one is an error: the
 run is incomplete, try again later); a manifest reporting 0 data rows is treated as "no
-data yet" and loads nothing, so an empty export never wipes a loaded month.
+data yet" and loads nothing, so an empty export never wipes a loaded month. Cost Management
+writes a run's manifest after its data (Microsoft's FinOps hubs start ingesting on it): a
+run folder holding data but no manifest yet is still being written and is passed over for
+the newest complete run, so a half-uploaded run never replaces the month.
 """
 
 from __future__ import annotations
@@ -115,7 +118,12 @@ def plan_batches(src: AzureSource, billing_period: str) -> list[RawBatch]:
         mkey = next((k for k in run.etags if k.endswith("manifest.json")), None)
         if mkey:
             _apply_manifest(run, json.loads(container.download_blob(mkey).readall()))
-    run = newest_run(runs)
+    complete = [r for r in runs if r.run_id == "-" or r.manifest is not None]  # "-": older layout, no manifests
+    for r in runs:
+        if r.run_id != "-" and r.manifest is None:
+            log.warning("%s %s: export run %s has no manifest yet (still being written); skipped",
+                        src.name, billing_period, r.folder)
+    run = newest_run(complete)
     if run is None or not run.blobs:
         log.info("%s %s: no export run under %s/%s", src.name, billing_period, src.container, folder)
         return []
