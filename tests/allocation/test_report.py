@@ -46,3 +46,43 @@ def test_team_reports_saved_and_emailed(duckdb_wh, finops_home, alert_smtp):
     assert any(p.get_content_type() == "image/png" and p["Content-ID"] == "<chart>" for p in msg.walk())
     (att,) = list(msg.iter_attachments())
     assert att.get_filename() == "showback-ml-2026-10.csv"
+
+
+def test_report_retry_after_a_failed_route_sends_each_report_once(duckdb_wh, finops_home, alert_smtp, monkeypatch):
+    """Team a's SMTP route is down: team b still gets its report, the task's retries do not
+    re-send it, and once a's route is back a gets exactly one; a restated month is sent again."""
+    import json
+
+    import pytest
+
+    from finops.alerts.dedup import AlertLedger
+    from finops.allocation.report import ReportDeliveryError
+    from tests.fixtures.alerts import _free_port
+
+    wh = duckdb_wh
+    insert_focus(wh, [focus_row("2026-10-01", "10", tags={"team": "a"}),
+                      focus_row("2026-10-01", "20", tags={"team": "b"})])
+    run_showback(wh, "2026-10", parse_rules({}))
+    reports = build_reports(wh, "2026-10", "billed")
+    down = {"conn_type": "smtp", "host": "127.0.0.1", "port": _free_port(),
+            "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "finops@example.com",
+                      "retry_limit": 0, "timeout": 2}}
+    monkeypatch.setenv("AIRFLOW_CONN_TEAM_A_SMTP", json.dumps(down))
+    alerts = AlertsConfig(routes=[
+        AlertRoute(team="a", email_conn_id="team_a_smtp", email_to=["a@example.com"]),
+        AlertRoute(team="b", email_conn_id=alert_smtp.conn_id, email_to=["b@example.com"]),
+    ])
+    ledger = AlertLedger(wh)
+    for _ in range(2):  # the task and a retry, a's route still down
+        with pytest.raises(ReportDeliveryError, match="team_a_smtp"):
+            email_reports(reports, alerts, ledger)
+    assert [env[1] for env in alert_smtp.envelopes] == [["b@example.com"]]
+
+    monkeypatch.setenv("AIRFLOW_CONN_TEAM_A_SMTP", json.dumps({**down, "port": alert_smtp.port}))
+    assert email_reports(reports, alerts, ledger) == {"a": ["a@example.com"]}
+    assert email_reports(reports, alerts, ledger) == {}  # a re-run of the same figures
+    assert sorted(env[1][0] for env in alert_smtp.envelopes) == ["a@example.com", "b@example.com"]
+
+    insert_focus(wh, [focus_row("2026-10-02", "1.50", tags={"team": "b"})])  # restated month
+    run_showback(wh, "2026-10", parse_rules({}))
+    assert email_reports(build_reports(wh, "2026-10", "billed"), alerts, ledger) == {"b": ["b@example.com"]}

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from finops.alerts.dedup import AlertLedger
     from finops.config import AlertsConfig
     from finops.warehouse.base import Warehouse
 
@@ -64,6 +65,16 @@ class TeamReport:
         from jinja2 import Environment
 
         return Environment(autoescape=True).from_string(_TEMPLATE).render(r=self, img_src=img_src)
+
+    def dedup_key(self) -> str:
+        """Same period, view, team and figures -> same key: a retry or a re-run re-sends nothing,
+        a restated month (other figures) is sent again."""
+        import hashlib
+        import json
+
+        body = json.dumps([self.period, self.view, self.team, self.cost_centre, self.totals, self.csv()],
+                          default=str, sort_keys=True)
+        return f"report:{self.period}:{self.view}:" + hashlib.sha256(body.encode()).hexdigest()[:24]
 
     def csv(self) -> str:
         from finops.alerts.csv_safe import to_csv
@@ -134,22 +145,48 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None) -> list
     return written
 
 
-def email_reports(reports: list[TeamReport], alerts: AlertsConfig) -> dict[str, list[str]]:
-    """E-mail each team's report to the e-mail routes for that team; returns team -> recipients."""
+class ReportDeliveryError(RuntimeError):
+    """Some report e-mails failed (after every other one was tried)."""
+
+
+def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: AlertLedger | None = None
+                  ) -> dict[str, list[str]]:
+    """E-mail each team's report to the e-mail routes for that team; returns team -> recipients
+    sent now. One failing route does not stop the others; with a ledger, a report already
+    delivered to a channel is not sent there again (a task retry after a partial failure used
+    to re-send every report before the failing one). Raises ReportDeliveryError at the end."""
     from finops.alerts.email import Attachment, build_message, default_sender, send_message
     from finops.alerts.routing import routes_for
 
     sent: dict[str, list[str]] = {}
+    errors: list[str] = []
     for r in reports:
+        key = r.dedup_key()
+        seen: set[str] = set()
         for route in routes_for(r.team, alerts):
             if not (route.email_conn_id and route.email_to):
                 continue
-            msg = build_message(
-                sender=default_sender(route.email_conn_id), to=route.email_to,
-                subject=f"Cloud cost showback {r.period}: {r.team}", html=r.html("cid:chart"),
-                chart_png=r.chart_png, chart_cid="chart",
-                attachments=[Attachment(f"showback-{r.team}-{r.period}.csv", r.csv().encode("utf-8"))],
-            )
-            send_message(route.email_conn_id, msg)
+            channel = f"email:{route.email_conn_id}:{','.join(sorted(route.email_to))}"
+            if channel in seen:
+                continue
+            seen.add(channel)
+            if ledger and ledger.sent(key, channel):
+                log.info("report %s %s already sent to %s", r.period, r.team, channel)
+                continue
+            try:
+                msg = build_message(
+                    sender=default_sender(route.email_conn_id), to=route.email_to,
+                    subject=f"Cloud cost showback {r.period}: {r.team}", html=r.html("cid:chart"),
+                    chart_png=r.chart_png, chart_cid="chart",
+                    attachments=[Attachment(f"showback-{r.team}-{r.period}.csv", r.csv().encode("utf-8"))],
+                )
+                send_message(route.email_conn_id, msg)
+            except Exception as e:  # noqa: BLE001 - try the other routes, then report
+                errors.append(f"{r.team!r} -> {channel}: {e}")
+                continue
+            if ledger:
+                ledger.record(key, channel)
             sent.setdefault(r.team, []).extend(route.email_to)
+    if errors:
+        raise ReportDeliveryError(f"{len(errors)} report e-mail(s) failed: " + "; ".join(errors)[:2000])
     return sent
