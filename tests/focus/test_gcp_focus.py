@@ -6,6 +6,7 @@ import json
 from datetime import datetime
 from decimal import Decimal
 
+import duckdb
 import pytest
 
 from finops.demo import gcp_generator as gen
@@ -14,27 +15,53 @@ from finops.focus.gcp_focus import CONVERTER
 from tests.focus._convert import convert
 
 
+def _google_view_parquet(sample, tmp):
+    """The generator's view rows with the money columns as Google's published view computes them
+    (looker-open-source/google_cloud_focus focus_bigquery_view.sql): BilledCost = EffectiveCost =
+    cost + SUM(credits.amount), ContractedCost = cost; x_Credits only itemises what was netted."""
+    gross = gen.write_focus_view_parquet(sample, tmp / "generated.parquet")
+    out = tmp / "focus.parquet"
+    net = "CAST(BilledCost + COALESCE(list_sum(list_transform(x_Credits, lambda c: c.Amount)), 0) AS DECIMAL(38,9))"
+    duckdb.sql(f"COPY (SELECT * REPLACE ({net} AS BilledCost, {net} AS EffectiveCost) FROM read_parquet('{gross}')) "
+               f"TO '{out}' (FORMAT parquet)")
+    return out
+
+
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gcp_focus")
     sample = gen.generate(period="2026-10", days=1)
-    path = gen.write_focus_view_parquet(sample, tmp / "focus.parquet")
+    path = _google_view_parquet(sample, tmp)
     res, rows = convert(CONVERTER, [path], provider="gcp", period="2026-10", tmp=tmp)
     return sample, res, rows, tmp
 
 
 def test_reconciles_with_the_invoice_and_with_the_detailed_export(converted):
+    # regression: the view's BilledCost is already net of its x_Credits; adding them as rows on top
+    # counted every credit twice (1093.30 instead of the invoice's 1247.44), and the raw total did
+    # the same, so the reconciliation could not see it
     sample, res, rows, tmp = converted
     assert res.focus_billed_total == res.raw_billed_total
     assert res.raw_billed_total.quantize(Decimal("0.01")) == sample.billed_total.quantize(Decimal("0.01"))
-    det, _ = convert(DETAILED, [sample.write_parquet(tmp / "raw.parquet")], provider="gcp", period="2026-10", tmp=tmp)
+    det, det_rows = convert(DETAILED, [sample.write_parquet(tmp / "raw.parquet")], provider="gcp", period="2026-10",
+                            tmp=tmp)
     assert det.focus_billed_total == res.focus_billed_total
+    assert det.focus_effective_total == res.focus_effective_total
+
+    def by_category(rs):
+        out: dict[str, Decimal] = {}
+        for r in rs:
+            out[r["charge_category"]] = out.get(r["charge_category"], Decimal(0)) + r["billed_cost"]
+        return out
+
+    assert by_category(rows) == by_category(det_rows)  # promotional credit split out the same way
 
 
 def test_credit_rows_and_canonical_enums(converted):
     sample, _, rows, _ = converted
-    n_credits = sum(len(r["credits"]) for r in sample.rows)
-    assert sum(r["charge_category"] == "Credit" for r in rows) == n_credits
+    promos = [c for r in sample.rows for c in r["credits"] if c["type"] == "PROMOTION"]
+    assert promos and len(promos) < sum(len(r["credits"]) for r in sample.rows)
+    assert sum(r["charge_category"] == "Credit" for r in rows) == len(promos)  # discounts stay netted
     assert {r["charge_category"] for r in rows} == {"Usage", "Tax", "Adjustment", "Credit"}
     assert {r["pricing_category"] for r in rows} == {"Standard", "Committed", None}
     adj = [r for r in rows if r["charge_class"] is not None]

@@ -1,11 +1,14 @@
 """GCP's own FOCUS view / FOCUS export (BigQuery) -> our FOCUS table.
 
-Google's published FOCUS BigQuery view keeps `BilledCost = cost` and carries the credits
-in a separate `x_Credits` array (Name, Amount, FullName, Id, Type). Taken as-is its
-BilledCost total would not match the invoice, so each x_Credits entry becomes its own
-ChargeCategory='Credit' row (same account / project / service / tags as its parent),
-and the raw total is SUM(BilledCost) + SUM(x_Credits.Amount). An export without
-x_Credits (credits already netted or already rows) simply passes through.
+Google's published FOCUS BigQuery view (looker-open-source/google_cloud_focus,
+focus_bigquery_view.sql) already nets every credit: `BilledCost = EffectiveCost = cost +
+SUM(credits.amount)`, `ContractedCost = cost`; the `x_Credits` array (Name, Amount,
+FullName, Id, Type) only itemises what was netted. So SUM(BilledCost) is the invoice and
+is the raw total; adding x_Credits on top would count every credit twice. As the detailed
+converter does, PROMOTION entries are taken back out of their row and become their own
+ChargeCategory='Credit' rows (same account / project / service / tags as the parent), so
+promotional credit stays visible in showback; discount-type credits stay netted. Totals are
+unchanged by the split. An export without x_Credits simply passes through.
 
 Other fixes: lower-case enum values ('usage', 'committed') are canonicalised; the view's
 BillingPeriodStart/End are Pacific midnights with an inclusive last day, so the period
@@ -23,6 +26,11 @@ from finops.focus.projection import lineage, period_bounds_sql, select_list
 
 MONEY = "DECIMAL(38,10)"
 _CREDITS_T = "STRUCT(Name VARCHAR, Amount DECIMAL(38,10), FullName VARCHAR, Id VARCHAR, Type VARCHAR)[]"
+PROMO = "'PROMOTION'"
+_PROMO_SUM = (
+    f"COALESCE(list_sum(list_transform(list_filter(\"x_Credits\", lambda c: c.Type = {PROMO}), "
+    f"lambda c: CAST(c.Amount AS {MONEY}))), 0)"
+)
 _TAG_PRIORITY = "CASE e.x_type WHEN 'label' THEN 4 WHEN 'system_label' THEN 3 WHEN 'tag' THEN 2 ELSE 1 END"
 
 
@@ -56,12 +64,7 @@ class GcpFocusConverter(NativeFocusConverter):
     def extensions(self) -> dict[str, str]:
         return {"x_charge_type": "\"x_CostType\""}
 
-    def raw_billed_total_sql(self, raw: str) -> str:
-        credits = f"COALESCE(list_sum(list_transform(\"x_Credits\", lambda c: CAST(c.Amount AS {MONEY}))), 0)"
-        return (
-            f"SELECT COALESCE(SUM(CAST(\"BilledCost\" AS {MONEY})), 0) + COALESCE(SUM({credits}), 0) "
-            f"AS raw_billed_total FROM {raw}"
-        )
+    # raw_billed_total_sql: the base class's SUM(BilledCost) -- the view's BilledCost is already net of credits.
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]
@@ -70,6 +73,9 @@ class GcpFocusConverter(NativeFocusConverter):
         # provisional invoice id when the view has none: one invoice per account and month
         month = ctx.billing_period.replace("-", "")  # type: ignore[attr-defined]
         cols["invoice_id"] = f"COALESCE({cols['invoice_id']}, \"BillingAccountId\" || '-{month}')"
+        # promotional credits leave their (net) row for a Credit row of their own: totals unchanged
+        for col in ("billed_cost", "effective_cost"):
+            cols[col] = f"CAST({cols[col]} AS {MONEY}) - {_PROMO_SUM}"
         shared = lineage(ctx, self.provider)
         credit = {
             **cols,
@@ -96,7 +102,8 @@ class GcpFocusConverter(NativeFocusConverter):
         return (
             f"SELECT {select_list({**cols, **shared})} FROM {raw}\n"
             "UNION ALL\n"
-            f"SELECT {select_list({**credit, **shared})} FROM {raw}, unnest(\"x_Credits\") AS u(c)"
+            f"SELECT {select_list({**credit, **shared})} FROM {raw}, "
+            f"unnest(list_filter(\"x_Credits\", lambda c: c.Type = {PROMO})) AS u(c)"
         )
 
 
