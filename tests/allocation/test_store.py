@@ -146,3 +146,28 @@ def test_restated_old_period_reaches_chargeback_on_the_asset_triggered_run(duckd
         got = again.query("SELECT SUM(total_cost) FROM chargeback_monthly WHERE billing_period = '2026-10' "
                           "AND cost_view = 'billed'")[0][0]
     assert got == D("12.34")
+
+
+def test_idle_cost_lands_on_its_own_gpu_line_and_currency(any_wh):
+    """One team, a busy A10G billed in USD, an idle H100 billed in EUR and an idle CPU box: the
+    EUR idle cost goes on the H100/EUR line only, the CPU box on no GPU line (all 161 of mixed
+    EUR + USD used to land on the team's first line, A10G/USD, above that line's own cost)."""
+    wh = any_wh
+    rows = []
+    for h in range(8, 12):
+        ts = f"2026-10-03T{h:02d}:00:00"
+        rows += [focus_row(ts, "1.5", tags={"team": "ml"}, x_instance_type="g5.xlarge", resource_id="i-busy"),
+                 focus_row(ts, "40", tags={"team": "ml"}, x_instance_type="p5.48xlarge", resource_id="i-eu",
+                           billing_currency="EUR", billing_account_id="eu-payer"),
+                 focus_row(ts, "0.25", tags={"team": "ml"}, x_instance_type="m5.large", resource_id="i-cpu")]
+    insert_focus(wh, rows)
+    ev = json.dumps({"window_start": "2026-10-03T08:00:00+00:00", "window_end": "2026-10-03T12:00:00+00:00"})
+    for i, rid in enumerate(("i-eu", "i-cpu")):
+        wh.execute(
+            "INSERT INTO policy_actions (action_id, run_id, policy, policy_kind, provider, resource_id, decision, "
+            "action, result, dry_run, evidence, created_at) VALUES (?, 'r', 'gpu-idle', 'idle', 'aws', ?, "
+            "'idle', 'stop', 'dry_run', true, ?, TIMESTAMP '2026-10-03 13:00:00')", [f"a{i}", rid, ev])
+    run_showback(wh, "2026-10", parse_rules({}))
+    got = wh.query("SELECT gpu_model, currency, cost, idle_cost FROM showback_gpu_monthly WHERE cost_view = 'billed' "
+                   "ORDER BY 1")
+    assert got == [("A10G", "USD", D("6"), D("0")), ("H100", "EUR", D("160"), D("160"))]

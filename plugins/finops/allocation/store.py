@@ -100,35 +100,48 @@ def _idle_sql(dialect: str) -> str:
         return f"CAST(REPLACE(SUBSTR({ev.format(k=k)}, 1, 19), 'T', ' ') AS TIMESTAMP)"
 
     return f"""
-SELECT f.resource_id, CAST(f.tags AS TEXT), f.billing_account_id, f.sub_account_id, f.service_name, f.x_provider,
+SELECT f.x_provider, f.billing_account_id, f.sub_account_id, f.service_name, f.service_category,
+       f.billing_currency, CAST(f.tags AS TEXT), f.x_instance_type, f.x_usage_type, f.pricing_category,
        SUM(f.billed_cost), SUM(f.effective_cost)
 FROM focus_costs f
 WHERE f.x_billing_period = ? AND f.resource_id IS NOT NULL AND EXISTS (
     SELECT 1 FROM policy_actions p
     WHERE p.resource_id = f.resource_id AND p.policy_kind = 'idle' AND p.decision = 'idle'
       AND f.charge_period_start >= {ts('window_start')} AND f.charge_period_start < {ts('window_end')})
-GROUP BY 1, 2, 3, 4, 5, 6
+GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 """
 
 
-def idle_gpu_by_team(wh: Warehouse, period: str, rules: AllocationRules) -> dict[tuple[str, str], Decimal]:
-    """(view, team) -> cost of resources during the windows the idle policy found them idle
-    (policy_actions, written by the policies package). Each charge hour counts once even
+IdleKey = tuple[str, str, str, str, str]  # (view, team, gpu_model, purchase_option, currency)
+
+
+def idle_gpu_cost(wh: Warehouse, period: str, rules: AllocationRules) -> dict[IdleKey, Decimal]:
+    """Cost of GPU resources during the windows the idle policy found them idle (policy_actions,
+    written by the policies package), keyed exactly like the GPU lines (team, model, purchase
+    option, currency) so each amount lands on the line it belongs to: never summed across
+    currencies, never a CPU instance's idle cost on a GPU line. Each charge hour counts once even
     when several runs flagged it. Empty when the policies tables are absent."""
     if not wh.table_exists("policy_actions"):
         return {}
+    from finops.allocation.classify import gpu_model, purchase_option
     from finops.allocation.engine import Resolver
 
     res = Resolver(rules)
-    out: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
-    for _rid, tags, acct, sub, svc, prov, billed, eff in wh.query(_idle_sql(wh.dialect), [period]):
+    out: dict[IdleKey, Decimal] = defaultdict(lambda: ZERO)
+    for prov, acct, sub, svc, cat, cur, tags, itype, utype, pcat, billed, eff in wh.query(
+        _idle_sql(wh.dialect), [period]
+    ):
+        model = gpu_model(itype, rules.gpu_models)
+        if not model:
+            continue
         row = CostRow(day=datetime.now(UTC).date(), billing_period=period, provider=prov, billing_account_id=acct,
-                      sub_account_id=sub, service_name=svc, currency="", billed=ZERO, effective=ZERO,
-                      tags=_tags(tags))
-        kind, team, _, _ = res.resolve(row)
+                      sub_account_id=sub, service_name=svc, service_category=cat, currency=cur, billed=ZERO,
+                      effective=ZERO, tags=_tags(tags), instance_type=itype, usage_type=utype, pricing_category=pcat)
+        kind, team, _, _ = res.resolve(row)  # the same team gpu_view() gives this row
         team = team if kind == "direct" and team else rules.unallocated.bucket
-        out[("billed", team)] += Decimal(billed or 0)
-        out[("amortised", team)] += Decimal(eff or 0)
+        po = purchase_option(pcat, utype)
+        out[("billed", team, model, po, cur)] += Decimal(billed or 0)
+        out[("amortised", team, model, po, cur)] += Decimal(eff or 0)
     return dict(out)
 
 
@@ -216,17 +229,14 @@ def run_showback(wh: Warehouse, period: str, rules: AllocationRules) -> Showback
     expected = source_totals(wh, period)
     check_conservation(expected, allocated)
     cb: list[ChargebackLine] = chargeback(allocated)
-    idle = idle_gpu_by_team(wh, period, rules)
+    idle = idle_gpu_cost(wh, period, rules)
     daily = [{**asdict(a), "computed_at": now} for a in allocated]
     monthly = [{**asdict(c), "computed_at": now} for c in cb]
     gpu_rows = [{**asdict(g), "computed_at": now} for g in gpu]
-    # idle GPU cost (from the policy audit log) goes on the team's first GPU line per view
-    for view in VIEWS:
-        seen: set[str] = set()
-        for g in gpu_rows:
-            if g["cost_view"] == view and (view, g["team"]) in idle and g["team"] not in seen:
-                g["idle_cost"] = idle[(view, g["team"])]
-                seen.add(g["team"])
+    # idle GPU cost (from the policy audit log) on the GPU line it belongs to
+    for g in gpu_rows:
+        g["idle_cost"] = idle.get((g["cost_view"], g["team"], g["gpu_model"], g["purchase_option"], g["currency"]),
+                                  ZERO)
     n_daily = _replace(wh, "showback_daily", period, daily)
     n_monthly = _replace(wh, "chargeback_monthly", period, monthly)
     n_gpu = _replace(wh, "showback_gpu_monthly", period, gpu_rows)
