@@ -264,6 +264,33 @@ def test_gpu_price_performance_and_cheapest(ui_client, ui_headers, seeded):
     assert ui_client.get("/api/gpu/cheapest", headers=ui_headers, params={"steps": 0}).status_code == 422
 
 
+def test_cheapest_ranks_one_currency_only(ui_client, ui_headers, seeded):
+    """A EUR price (prices.azure.currency: EUR) was ranked among USD ones as if it were USD, with no
+    currency in the answer: 30 EUR/h came out cheaper than 32.77 USD/h and showed as "$30.00"."""
+    from datetime import datetime
+
+    wh, _ = seeded
+    m = datetime(2025, 3, 30, 12)
+    wh.execute("INSERT INTO gpu_benchmarks (bench_run_id, provider, region, instance_type, pricing_model, "
+               "gpu_model, gpu_count, metric, dtype, value, unit, section, details, measured_at) "
+               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               ["b-az", "azure", "westeurope", "Standard_ND96amsr_A100_v4", "ondemand", "A100", 8,
+                "train_step_time", "amp_bf16", 16.0, "ms", "train_step_time", "{}", m])
+    wh.execute("INSERT INTO ondemand_prices (provider, region, zone, instance_type, os, price_per_hour, currency, "
+               "observed_at, source, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+               ["azure", "westeurope", "", "Standard_ND96amsr_A100_v4", "linux", Decimal("30.00"), "EUR", m, "t", m])
+    usd = _get(ui_client, "/api/gpu/cheapest", ui_headers)
+    assert usd["currency"] == "USD" and usd["currencies"] == ["EUR", "USD"]
+    assert {i["provider"] for i in usd["items"]} == {"aws"} and len(usd["items"]) == 4
+    assert {i["currency"] for i in usd["items"]} == {"USD"}
+    eur = _get(ui_client, "/api/gpu/cheapest", ui_headers, currency="EUR")
+    assert [(i["instance_type"], i["price_per_hour"], i["currency"]) for i in eur["items"]] == [
+        ("Standard_ND96amsr_A100_v4", 30.0, "EUR")]
+    none = _get(ui_client, "/api/gpu/cheapest", ui_headers, currency="GBP")
+    assert none["empty"] is True and "EUR, USD" in none["reason"]
+    assert ui_client.get("/api/gpu/cheapest", headers=ui_headers, params={"currency": "usd'--"}).status_code == 422
+
+
 def test_locked_warehouse_answers_503(ui_client, ui_headers, duckdb_wh, monkeypatch):
     """A writer process holding the DuckDB file -> 503 after a short wait, not a hang or a 500."""
     import subprocess

@@ -155,6 +155,7 @@ def gpu_cheapest(
     scaling_efficiency: Annotated[float, Query(gt=0, le=1)] = 1.0,
     spot_interruption_rate_per_h: Annotated[float, Query(ge=0, le=100)] = 0.05,
     limit: Annotated[int, Query(ge=1, le=200)] = 20,
+    currency: Annotated[str, Query(pattern=r"^[A-Z]{3}$")] = "USD",
 ) -> dict[str, Any]:
     """The "cheapest place to run a job" form: offers ranked by expected cost incl. spot interruptions."""
     from finops.bench.pricing import Job
@@ -162,7 +163,7 @@ def gpu_cheapest(
     job = Job(steps=steps, precision=precision, checkpoint_interval_h=checkpoint_interval_h,
               restart_overhead_h=restart_overhead_h, checkpoint_cost_h=checkpoint_cost_h,
               scaling_efficiency=scaling_efficiency, spot_interruption_rate_per_h=spot_interruption_rate_per_h)
-    out = queries.cheapest(r, job, limit=limit)
+    out = queries.cheapest(r, job, limit=limit, currency=currency)
     out["job"] = {"steps": steps, "precision": precision, "checkpoint_interval_h": checkpoint_interval_h,
                   "restart_overhead_h": restart_overhead_h, "checkpoint_cost_h": checkpoint_cost_h,
                   "scaling_efficiency": scaling_efficiency,

@@ -478,23 +478,32 @@ def gpu_price_performance(r: Reader) -> dict[str, Any]:
     return {"empty": False, "items": rows, "dtypes": dtypes}
 
 
-def cheapest(r: Reader, job: Any, limit: int = 20) -> dict[str, Any]:
-    """Offers (benchmarks x latest prices) ranked by the expected cost of `job` (a pricing.Job)."""
+def cheapest(r: Reader, job: Any, limit: int = 20, currency: str = "USD") -> dict[str, Any]:
+    """Offers (benchmarks x latest prices) ranked by the expected cost of `job` (a pricing.Job).
+
+    Only prices in `currency` are ranked: an offer carries no currency of its own, so a EUR price
+    (prices.azure.currency: EUR) would otherwise be ranked against USD ones as if it were USD."""
     if not r.has("gpu_benchmarks"):
         return empty("table gpu_benchmarks does not exist yet")
     from finops.bench import pricing, store
     from finops.bench.report import latest_prices
 
     measured = pricing.measured_from_rows(store.latest_rows(r.wh))  # type: ignore[arg-type]
-    offers = pricing.offers_for(measured, latest_prices(r.wh, _bench_settings()))  # type: ignore[arg-type]
+    prices = latest_prices(r.wh, _bench_settings())  # type: ignore[arg-type]
+    currencies = sorted({p.currency for p in prices})
+    offers = pricing.offers_for(measured, [p for p in prices if p.currency == currency])
     if not offers:
-        return empty("no benchmarked instance type has a price yet")
+        other = [c for c in currencies if c != currency]
+        return empty(f"no benchmarked instance type has a price in {currency} yet"
+                     + (f" (prices exist in {', '.join(other)})" if other else ""),
+                     currency=currency, currencies=currencies)
     ranked = pricing.cheapest_place_to_run(job, offers)[:limit]
     items = [{"provider": x.offer.provider, "region": x.offer.region, "instance_type": x.offer.instance_type,
               "pricing_model": x.offer.pricing_model, "gpu_model": x.offer.gpu_model,
-              "gpu_count": x.offer.gpu_count, "price_per_hour": x.offer.price_per_hour, "feasible": x.feasible,
+              "gpu_count": x.offer.gpu_count, "price_per_hour": x.offer.price_per_hour, "currency": currency,
+              "feasible": x.feasible,
               "expected_cost": None if x.expected_cost is None else round(x.expected_cost, 4),
               "expected_hours": None if x.expected_hours is None else round(x.expected_hours, 4),
               "expected_interruptions": round(x.expected_interruptions, 3),
               "overhead_fraction": round(x.overhead_fraction, 4), "note": x.note} for x in ranked]
-    return {"empty": False, "items": items, "offers": len(offers)}
+    return {"empty": False, "items": items, "offers": len(offers), "currency": currency, "currencies": currencies}

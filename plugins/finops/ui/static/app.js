@@ -227,8 +227,8 @@ async function loadCheapest() {
     renderTable(box, [
       {label: "#", fmt: r => r.feasible ? String(r.rank) : "–"},
       {key: "provider", label: "Provider"}, {key: "instance_type", label: "Instance"}, {key: "region", label: "Region"},
-      {key: "pricing_model", label: "Pricing"}, {label: "$/h", num: true, fmt: r => fmtMoney(r.price_per_hour)},
-      {label: "Expected cost", num: true, fmt: r => fmtMoney(r.expected_cost)},
+      {key: "pricing_model", label: "Pricing"}, {label: "Per hour", num: true, fmt: r => fmtMoney(r.price_per_hour, r.currency)},
+      {label: "Expected cost", num: true, fmt: r => fmtMoney(r.expected_cost, r.currency)},
       {label: "Expected hours", num: true, fmt: r => fmtNum(r.expected_hours, 2)},
       {label: "Interruptions", num: true, fmt: r => fmtNum(r.expected_interruptions, 2)}, {key: "note", label: "Note"},
     ], rankRows(await api("gpu/cheapest", params)), {emptyText: "No benchmarked offers yet."});
