@@ -150,3 +150,18 @@ def test_tag_normalisation_and_rules():
 def test_now_must_be_aware():
     with pytest.raises(ValueError):
         decide(pol(), res(), NOW.replace(tzinfo=None))
+
+
+def test_mark_older_than_the_launch_is_replaced_not_obeyed():
+    """Tags copied onto a new instance (launch template, "launch more like this", machine image)
+    carry an old mark: obeying it would stop the instance with no warning and no grace."""
+    idle = [gpu(0.5)]
+    copied = {"finops-idle-marked": format_mark(NOW - timedelta(days=3))}
+    d = decide(pol(), res(copied, launched_at=NOW - timedelta(hours=9)), NOW, idle)
+    assert (d.verdict, d.action) == ("idle", "mark") and "older than the launch" in d.reason
+    assert d.evidence["marked_at"] is None and d.evidence["ignored_mark"] == copied["finops-idle-marked"]
+    # Our own mark, written after the launch, still counts (minute resolution tolerated).
+    launched = NOW - timedelta(hours=30, seconds=30)
+    ours = {"finops-idle-marked": format_mark(launched)}  # 30 s before the launch once truncated
+    assert decide(pol(), res(ours, launched_at=launched), NOW, idle).action == "stop"
+    assert decide(pol(), res(copied), NOW, idle).action == "mark"  # launched 2 days ago, mark from 3 days ago

@@ -138,7 +138,7 @@ def test_cap_aborts_before_first_action(aws_conn, pol_boto, pol_launch, pol_inst
 
 
 def test_just_launched_is_too_young(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh):
-    iid = pol_launch("fresh", OWNER)
+    iid = pol_launch("fresh", OWNER, age_h=0)
     pol_put_gpu(pol_boto["cw"], iid, 0.0, 8.5)
     run_policy(pol_policy(min_age_hours=2), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-young")
     assert _audit(duckdb_wh, "r-young")[iid][:2] == ("too_young", "none")
@@ -178,3 +178,19 @@ def test_denied_stop_is_reported_not_forced(aws_conn, pol_boto, pol_launch, pol_
         acts.ec2.stop_instances = real
     assert [c.get("DryRun") for c in calls] == [True]  # probe only, never the real call
     assert _audit(duckdb_wh, "r-deny")[iid][2] == "denied: UnauthorizedOperation"
+
+
+def test_mark_copied_onto_a_new_instance_is_not_obeyed(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh, pol_alerts):
+    """A new instance launched with an old instance's tags (mark included) is marked afresh and its
+    owner warned; it is not stopped on its first idle window."""
+    copied = format_mark(datetime.now(UTC) - timedelta(days=3))
+    iid = pol_launch("clone", {**OWNER, "finops-idle-marked": copied}, age_h=9)
+    pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5, gpus=1)
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-clone")
+    after = pol_instances()[iid]
+    assert after["state"] == "running"
+    verdict, action, result, _, ev = _audit(duckdb_wh, "r-clone")[iid]
+    assert (verdict, action, result) == ("idle", "mark", "marked")
+    assert json.loads(ev)["grace_until"] > datetime.now(UTC).isoformat()
+    assert after["tags"]["finops-idle-marked"] != copied and json.loads(ev)["ignored_mark"] == copied
+    assert any(e.kind == "policy_notice" and e.facts["resource_id"] == iid for e in pol_alerts)

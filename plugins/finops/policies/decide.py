@@ -5,7 +5,8 @@ with plain data. The rules that make the tool safe live here:
 - missing, partial or stale metrics are never idle;
 - exempt resources are never touched (not even unmarked);
 - a stop only happens for a resource marked at least `grace_hours` ago, re-checked now,
-  inside the off-hours window, with a known owner (unless the policy opts out).
+  inside the off-hours window, with a known owner (unless the policy opts out); a mark older
+  than the resource's launch was not written for this resource and is replaced, not obeyed.
 """
 
 from __future__ import annotations
@@ -130,6 +131,7 @@ def exemption(policy: Policy, r: Resource) -> str | None:
 
 
 # ---------------------------------------------------------------- marks --------------
+_MARK_SLACK = timedelta(minutes=1)  # marks have minute resolution: ours can read up to 59 s early
 def format_mark(now: datetime) -> str:
     """ISO 8601 basic UTC, lowercase so it is a valid GCP label value: 20261122t1335z."""
     return now.astimezone(UTC).strftime("%Y%m%dt%H%Mz")
@@ -253,6 +255,12 @@ def decide(
         return d("exempt", "none", why)
     mark_raw = normalised_tags(resource.tags).get(normalise_key(policy.mark_tag))
     marked_at = parse_mark(mark_raw)
+    mark_note = "; unreadable mark replaced" if mark_raw and marked_at is None else ""
+    if marked_at is not None and resource.launched_at is not None and marked_at + _MARK_SLACK < resource.launched_at:
+        # Older than the resource itself: copied with its tags (launch template, "launch more
+        # like this", machine image) or left from before a restart. Not our warning: grace anew.
+        marked_at, mark_note = None, "; mark older than the launch replaced"
+        base["ignored_mark"] = mark_raw
     base["marked_at"] = marked_at.isoformat() if marked_at else None
 
     if policy.kind == "tags":
@@ -261,7 +269,7 @@ def decide(
         if tc.compliant:
             return d("compliant", "unmark" if mark_raw is not None else "none", "all required tags valid", **ev)
         reason = f"missing {tc.missing} invalid {tc.invalid}"
-        return _violation(policy, d, reason, mark_raw, marked_at, now, owner, ev)
+        return _violation(policy, d, reason, mark_note, marked_at, now, owner, ev)
 
     if resource.state != "running":
         return d("not_running", "unmark" if mark_raw is not None else "none", f"state {resource.state}")
@@ -277,15 +285,15 @@ def decide(
         # Busy again -> lift an earlier mark. No/partial metrics: keep the mark, never act.
         act: Act = "unmark" if verdict == "busy" and mark_raw is not None else "none"
         return d(verdict, act, reason, **ev)
-    return _violation(policy, d, reason, mark_raw, marked_at, now, owner, ev)
+    return _violation(policy, d, reason, mark_note, marked_at, now, owner, ev)
 
 
-def _violation(policy, d, reason, mark_raw, marked_at, now, owner, ev) -> Decision:  # type: ignore[no-untyped-def]
+def _violation(policy, d, reason, mark_note, marked_at, now, owner, ev) -> Decision:  # type: ignore[no-untyped-def]
     verdict: Verdict = "violation" if policy.kind == "tags" else "idle"
     if policy.action in ("report", "notify"):
         return d(verdict, policy.action, reason, **ev)
     if marked_at is None:
-        return d(verdict, "mark", reason + ("; unreadable mark replaced" if mark_raw else ""), **ev)
+        return d(verdict, "mark", reason + mark_note, **ev)
     if policy.action == "mark":
         return d(verdict, "none", reason + "; already marked", **ev)
     due = marked_at + timedelta(hours=policy.grace_hours)
