@@ -224,3 +224,39 @@ def test_gcp_stop_and_azure_deallocate_are_sent_once_after_5xx(httpserver, pol_p
     with pytest.raises(Exception, match="500"):
         AzureActions(ainv).stop(ainv.list_resources()[0], dry_run=False)
     assert len(aseen) == 1
+
+
+def test_one_resource_metrics_failure_is_audited_and_the_rest_still_decided(httpserver, pol_policy, duckdb_wh, pol_alerts):
+    """Monitoring answers 503 for one instance: it is audited as no_metrics with the error and
+    left alone; the busy, marked one is still unmarked; the run fails after (not silently)."""
+    import re
+
+    from werkzeug import Response
+
+    from finops.policies.engine import PolicyRunError
+    from tests.fixtures.policies import PolFakeGcp
+
+    fake = PolFakeGcp()
+    fake.fail_next = []
+    old = format_mark(datetime.now(UTC) - timedelta(hours=30))
+    busy = fake.add("busy", "us-central1-a", {**OWNER, "finops-idle-marked": old})
+    broken = fake.add("broken", "us-central1-a", {**OWNER, "finops-idle-marked": old})
+    fake.gpu[busy] = [pol_points(60.0, 8.5), pol_points(60.0, 8.5)]
+
+    def handler(request):  # type: ignore[no-untyped-def]
+        if request.path.endswith("/timeSeries") and f'"{broken}"' in request.args.get("filter", ""):
+            return Response("backend unavailable", status=503)
+        return fake.handler(request)
+
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(handler)
+    url = httpserver.url_for("/").rstrip("/")
+    inv = GcpInventory(fake.project, None, url, url)
+    inv.monitoring._sleep = lambda s: None
+    with pytest.raises(PolicyRunError, match="metric"):
+        run_policy(pol_policy(scope={"providers": ["gcp"]}), Cloud(inv, GcpActions(inv)), duckdb_wh,
+                   dry_run=False, run_id="m-err")
+    a = _audit(duckdb_wh, "m-err")
+    assert a["busy"] == ("busy", "unmark", "unmarked") and "finops-idle-marked" not in fake.instances["busy"]["labels"]
+    verdict, action, result = a["broken"]
+    assert (verdict, action) == ("no_metrics", "none") and result.startswith("error:") and "503" in result
+    assert fake.instances["broken"]["status"] == "RUNNING" and fake.instances["broken"]["labels"]["finops-idle-marked"] == old

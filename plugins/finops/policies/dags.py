@@ -1,8 +1,9 @@
 """DAG builders for the policy DAGs (the files in dags/ call these; wiring only).
 
-Cap aborts fail the task at once (a retry would plan the same thing and abort again);
-other errors (cloud API hiccups) retry with exponential backoff. Re-running is safe: every
-decision is recomputed from the clouds' current state."""
+Cap aborts and audited per-resource failures (a metric read or an action, after the client's
+own retries) fail the task at once: a retry would re-run the other resources' actions too;
+other errors (an inventory listing failing) retry with exponential backoff. Re-running is safe:
+every decision is recomputed from the clouds' current state."""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ Safe by construction:
 - `dry_run=True` by default: nothing is mutated (AWS still gets `DryRun=True` probes);
 - the cap is checked on the whole plan BEFORE the first action; over it, nothing runs;
 - a stop is re-decided at action time from a fresh describe + fresh metrics;
-- every decision (acted on or not) is written to `policy_actions`, failures included.
+- every decision (acted on or not) is written to `policy_actions`, failures included: a
+  resource whose metrics cannot be read is audited as `no_metrics` with the error, the
+  others are still decided (a busy one still unmarked), and the run fails afterwards.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class CapExceeded(RuntimeError):
 
 
 class PolicyRunError(RuntimeError):
-    """Some actions failed (each failure is audited); raised after all were attempted."""
+    """Some metric reads or actions failed (each is audited); raised after all were attempted."""
 
 
 @dataclass
@@ -80,6 +82,19 @@ def _decide(policy: Policy, cloud: Cloud, r: Resource, now: datetime) -> Decisio
     return decide(policy, r, now, cloud.inventory.series(r, policy, start, now))
 
 
+def _plan(policy: Policy, cloud: Cloud, r: Resource, now: datetime) -> tuple[Decision, str | None]:
+    """One resource's decision. A metrics read that fails (throttled, 5xx) leaves it `no_metrics`,
+    never idle, with the error: one resource's API failure must not hide every other decision."""
+    try:
+        return _decide(policy, cloud, r, now), None
+    except Exception as e:  # noqa: BLE001 - audited as this resource's failure, the run fails after
+        err = f"error: {type(e).__name__}: {e}"[:500]
+        log.exception("policy %s: metrics of %s could not be read", policy.name, r.resource_id)
+        d = decide(policy, r, now)  # no series: an idle policy reads no_metrics and never acts
+        reason = f"metrics unavailable ({err}); never read as idle"
+        return replace(d, reason=reason, evidence={**d.evidence, "metrics_error": err}), err
+
+
 def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str = "warning") -> None:
     """Tell the owner (routed by the team tag). A dry run tells nobody: nothing happened."""
     r = d.resource
@@ -119,12 +134,12 @@ def run_policy(
     clock = clock or (lambda: datetime.now(UTC))
     run_id = run_id or f"policy-{uuid.uuid4().hex[:12]}"
     res = RunResult(run_id, policy.name, dry_run)
-    plans: list[tuple[Cloud, dict[str, datetime], list[Decision]]] = []
+    plans: list[tuple[Cloud, dict[str, datetime], list[tuple[Decision, str | None]]]] = []
     for cloud in [clouds] if isinstance(clouds, Cloud) else list(clouds):
         marks = {} if cloud.actions.supports_tags else audit.stored_marks(wh, policy.name, cloud.inventory.provider)
         resources = cloud.inventory.list_resources()
-        plans.append((cloud, marks, [_decide(policy, cloud, _with_stored_mark(policy, cloud, r, marks), now) for r in resources]))
-    decisions = [d for _, _, ds in plans for d in ds]
+        plans.append((cloud, marks, [_plan(policy, cloud, _with_stored_mark(policy, cloud, r, marks), now) for r in resources]))
+    decisions = [d for _, _, ds in plans for d, _ in ds]
 
     if policy.kind == "tags":
         snap = [(d, check_tags(policy, d.resource)) for d in decisions if d.verdict in ("compliant", "violation")]
@@ -148,18 +163,22 @@ def run_policy(
 
     errors: list[str] = []
     for cloud, marks, ds in plans:
-        for d in ds:
+        for d, plan_error in ds:
             extra: dict[str, object] = {}
-            try:
-                result, d, extra = _execute(policy, cloud, wh, d, dry_run, now, clock, run_id, marks)
-            except Exception as e:  # noqa: BLE001 - audit the failure, try the rest, fail the run after
-                result = f"error: {type(e).__name__}: {e}"[:500]
-                errors.append(f"{d.resource.resource_id}: {result}")
-                log.exception("policy %s: action %s on %s failed", policy.name, d.action, d.resource.resource_id)
+            if plan_error:
+                result = plan_error
+                errors.append(f"{d.resource.resource_id}: metrics {result}")
+            else:
+                try:
+                    result, d, extra = _execute(policy, cloud, wh, d, dry_run, now, clock, run_id, marks)
+                except Exception as e:  # noqa: BLE001 - audit the failure, try the rest, fail the run after
+                    result = f"error: {type(e).__name__}: {e}"[:500]
+                    errors.append(f"{d.resource.resource_id}: {result}")
+                    log.exception("policy %s: action %s on %s failed", policy.name, d.action, d.resource.resource_id)
             audit.record_action(wh, run_id, policy.kind, d, d.action, result, dry_run, extra)
             res.outcomes.append(Outcome(d, d.action, result))
     if errors:
-        raise PolicyRunError(f"policy {policy.name}: {len(errors)} action(s) failed: {errors[:5]}")
+        raise PolicyRunError(f"policy {policy.name}: {len(errors)} metric read(s) or action(s) failed: {errors[:5]}")
     return res
 
 
