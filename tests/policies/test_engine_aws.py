@@ -194,3 +194,25 @@ def test_mark_copied_onto_a_new_instance_is_not_obeyed(aws_conn, pol_boto, pol_l
     assert json.loads(ev)["grace_until"] > datetime.now(UTC).isoformat()
     assert after["tags"]["finops-idle-marked"] != copied and json.loads(ev)["ignored_mark"] == copied
     assert any(e.kind == "policy_notice" and e.facts["resource_id"] == iid for e in pol_alerts)
+
+
+def test_endpoint_that_ignores_dry_run_is_an_error_not_a_dry_run(aws_conn, pol_boto, pol_launch, pol_policy, duckdb_wh):
+    """An EC2-compatible endpoint that executes a DryRun=True StopInstances (answers 200) has
+    stopped the instance: the dry run must not be audited as 'probe permitted'."""
+    from botocore.stub import Stubber
+
+    from finops.policies.engine import PolicyRunError
+
+    iid = pol_launch("x", {**OWNER, "finops-idle-marked": format_mark(datetime.now(UTC) - timedelta(hours=30))})
+    pol_put_gpu(pol_boto["cw"], iid, 0.0, 8.5)
+    acts = AwsActions(aws_conn, "us-east-1")
+    stub = Stubber(acts.ec2)
+    stub.add_response("stop_instances", {"StoppingInstances": [{
+        "InstanceId": iid, "CurrentState": {"Code": 64, "Name": "stopping"}, "PreviousState": {"Code": 16, "Name": "running"},
+    }]}, {"DryRun": True, "InstanceIds": [iid]})
+    with stub, pytest.raises(PolicyRunError, match="DryRunIgnored"):
+        run_policy(pol_policy(), Cloud(AwsInventory(aws_conn, "us-east-1"), acts), duckdb_wh, run_id="r-ignored")
+    stub.assert_no_pending_responses()  # the probe only: never a second, real call
+    verdict, action, result, dry, _ = _audit(duckdb_wh, "r-ignored")[iid]
+    assert (verdict, action, dry) == ("idle", "stop", True)
+    assert result.startswith("error: DryRunIgnored") and "stopping" in result

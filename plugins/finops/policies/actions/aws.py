@@ -1,6 +1,8 @@
 """AWS actions. Every mutating call is first probed with `DryRun=True`: an IAM denial (the
 example policy in include/iam/ only allows StopInstances on opted-in instances) shows up
-as `denied` before anything happens, and in dry-run mode the probe is all that runs."""
+as `denied` before anything happens, and in dry-run mode the probe is all that runs. An
+endpoint that answers a DryRun probe with success has ignored DryRun and acted: that is
+raised (audited as an error, the run fails), never reported as a harmless dry run."""
 
 from __future__ import annotations
 
@@ -13,6 +15,10 @@ from finops.policies.decide import Resource
 from finops.policies.inventory.aws import _client
 
 
+class DryRunIgnored(RuntimeError):
+    """The endpoint executed a `DryRun=True` call instead of answering DryRunOperation."""
+
+
 class AwsActions:
     provider = "aws"
     supports_tags = True
@@ -23,11 +29,14 @@ class AwsActions:
     def _probe(self, call: Callable[..., Any], **kw: Any) -> str | None:
         """None when permitted, else the refusal code (e.g. UnauthorizedOperation)."""
         try:
-            call(DryRun=True, **kw)
+            resp = call(DryRun=True, **kw)
         except ClientError as e:
             code = e.response.get("Error", {}).get("Code", "")
             return None if code == "DryRunOperation" else code or "probe_failed"
-        return None  # an endpoint that ignores DryRun still answered without error
+        # Success means the endpoint ignored DryRun and did it: not a dry run, nor to be repeated.
+        answer = {k: v for k, v in (resp or {}).items() if k != "ResponseMetadata"}
+        raise DryRunIgnored(f"{getattr(call, '__name__', 'call')} with DryRun=True was executed by the endpoint "
+                            f"(answered {str(answer)[:200]}); it does not honour DryRun, so nothing is safe to probe")
 
     def _run(self, call: Callable[..., Any], dry_run: bool, done: str, **kw: Any) -> str:
         refused = self._probe(call, **kw)
