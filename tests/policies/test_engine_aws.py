@@ -216,3 +216,37 @@ def test_endpoint_that_ignores_dry_run_is_an_error_not_a_dry_run(aws_conn, pol_b
     verdict, action, result, dry, _ = _audit(duckdb_wh, "r-ignored")[iid]
     assert (verdict, action, dry) == ("idle", "stop", True)
     assert result.startswith("error: DryRunIgnored") and "stopping" in result
+
+
+@pytest.fixture
+def pol_broken_channel():
+    """A registered sink that fails like a Slack webhook answering 500."""
+    from finops.alerts.events import register_sink, unregister_sink
+
+    def down(ev) -> None:
+        raise RuntimeError("slack:slack_ml: HTTP 500 from hooks.slack.com")
+
+    register_sink(down)
+    yield
+    unregister_sink(down)
+
+
+def test_undelivered_owner_notice_lifts_the_mark_and_is_audited(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy,
+                                                                duckdb_wh, pol_broken_channel):
+    """Nobody was warned, so no grace period may run: the mark is lifted, the audit row says why
+    (not 'marked' / 'notified'), and the run fails."""
+    from finops.policies.engine import PolicyRunError
+
+    idle = pol_launch("idle", OWNER)
+    nobody = pol_launch("nobody", {"finops-idle-marked": format_mark(datetime.now(UTC) - timedelta(hours=30))})
+    for iid in (idle, nobody):
+        pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5, gpus=1)
+    with pytest.raises(PolicyRunError, match="NoticeFailed"):
+        run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-undelivered")
+    after, audit = pol_instances(), _audit(duckdb_wh, "r-undelivered")
+    assert "finops-idle-marked" not in after[idle]["tags"] and after[idle]["state"] == "running"
+    verdict, action, result, _, _ = audit[idle]
+    assert (verdict, action) == ("idle", "mark")
+    assert result.startswith("error: NoticeFailed: marked, but the owner notice was not delivered") and "HTTP 500" in result
+    assert result.endswith("mark lifted: unmarked")
+    assert audit[nobody][1] == "notify" and audit[nobody][2].startswith("error: NoticeFailed: violation notice not delivered")

@@ -260,3 +260,23 @@ def test_one_resource_metrics_failure_is_audited_and_the_rest_still_decided(http
     verdict, action, result = a["broken"]
     assert (verdict, action) == ("no_metrics", "none") and result.startswith("error:") and "503" in result
     assert fake.instances["broken"]["status"] == "RUNNING" and fake.instances["broken"]["labels"]["finops-idle-marked"] == old
+
+
+def test_gcp_mark_is_lifted_when_the_owner_notice_fails(pol_gcp, pol_policy, duckdb_wh):
+    """The lift reads the instance back first (setLabels changed its labelFingerprint)."""
+    from finops.alerts.events import register_sink, unregister_sink
+    from finops.policies.engine import PolicyRunError
+
+    def down(ev) -> None:
+        raise RuntimeError("smtp: connection refused")
+
+    iid = pol_gcp.add("idle", "us-central1-a", OWNER)
+    pol_gcp.gpu[iid] = [pol_points(1.0, 8.5), pol_points(2.0, 8.5)]
+    register_sink(down)
+    try:
+        with pytest.raises(PolicyRunError, match="NoticeFailed"):
+            run_policy(pol_policy(scope={"providers": ["gcp"]}), _gcp_cloud(pol_gcp), duckdb_wh, dry_run=False, run_id="g-nf")
+    finally:
+        unregister_sink(down)
+    assert pol_gcp.instances["idle"]["labels"] == OWNER
+    assert _audit(duckdb_wh, "g-nf")["idle"][2].endswith("mark lifted: unmarked")

@@ -4,6 +4,7 @@ Safe by construction:
 - `dry_run=True` by default: nothing is mutated (AWS still gets `DryRun=True` probes);
 - the cap is checked on the whole plan BEFORE the first action; over it, nothing runs;
 - a stop is re-decided at action time from a fresh describe + fresh metrics;
+- a mark whose owner notice could not be delivered is lifted again (no unannounced grace);
 - every decision (acted on or not) is written to `policy_actions`, failures included: a
   resource whose metrics cannot be read is audited as `no_metrics` with the error, the
   others are still decided (a busy one still unmarked), and the run fails afterwards.
@@ -31,6 +32,10 @@ _PRE_METRIC = ("out_of_scope", "exempt", "not_running", "too_young")
 
 class CapExceeded(RuntimeError):
     """More actions planned than the policy allows: the run aborted before acting."""
+
+
+class NoticeFailed(RuntimeError):
+    """An owner notice reached no or not every channel: the audit row must not say `notified`."""
 
 
 class PolicyRunError(RuntimeError):
@@ -95,13 +100,14 @@ def _plan(policy: Policy, cloud: Cloud, r: Resource, now: datetime) -> tuple[Dec
         return replace(d, reason=reason, evidence={**d.evidence, "metrics_error": err}), err
 
 
-def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str = "warning") -> None:
-    """Tell the owner (routed by the team tag). A dry run tells nobody: nothing happened."""
+def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str = "warning") -> list[str]:
+    """Tell the owner (routed by the team tag); the delivery errors (empty: delivered). A dry
+    run tells nobody: nothing happened."""
     r = d.resource
     if dry_run:
         log.info("dry run: would notify %s about %s (%s)", d.owner, r.resource_id, what)
-        return
-    emit(
+        return []
+    errors = emit(
         AlertEvent(
             kind="policy_notice",
             title=f"Policy {policy.name}: {what}",
@@ -116,6 +122,25 @@ def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str
             dedup_key=f"policy:{policy.name}:{r.provider}:{r.resource_id}:{what}",
         )
     )
+    return [f"{type(e).__name__}: {e}"[:200] for e in errors]
+
+
+def _unmark(policy: Policy, cloud: Cloud, wh: Warehouse, r: Resource, dry_run: bool, run_id: str) -> str:
+    if cloud.actions.supports_tags:
+        return cloud.actions.unmark(r, policy.mark_tag, dry_run)
+    if dry_run:
+        return "dry_run: would unmark"
+    audit.store_mark(wh, run_id, policy.name, r.provider, r.resource_id, None)
+    return "unmarked"
+
+
+def _lift_unannounced_mark(policy: Policy, cloud: Cloud, wh: Warehouse, r: Resource, run_id: str) -> str:
+    """Undo a mark whose owner notice failed, so no grace period runs that nobody was told of
+    (the next run marks and warns again). Read back first: the mark changed labels / tags."""
+    try:
+        return _unmark(policy, cloud, wh, cloud.inventory.refresh(r) or r, False, run_id)
+    except Exception as e:  # noqa: BLE001 - reported in the audited error of the mark
+        return f"not lifted ({type(e).__name__}: {e})"[:300]
 
 
 def run_policy(
@@ -190,7 +215,9 @@ def _execute(
     if d.action in ("none", "report", "wait"):
         return ("waiting" if d.action == "wait" else "recorded"), d, {}
     if d.action == "notify":
-        _notify(policy, d, "violation notice", dry_run)
+        failed = _notify(policy, d, "violation notice", dry_run)
+        if failed:
+            raise NoticeFailed(f"violation notice not delivered: {'; '.join(failed)}")
         return "notified", d, {}
     if d.action == "mark":
         if acts.supports_tags:
@@ -202,15 +229,14 @@ def _execute(
             result = "marked"
         grace_until = (now + timedelta(hours=policy.grace_hours)).isoformat()
         d = replace(d, evidence={**d.evidence, "grace_until": grace_until})
-        _notify(policy, d, f"marked for {policy.action}", dry_run)
+        failed = _notify(policy, d, f"marked for {policy.action}", dry_run)
+        if failed and not dry_run:
+            lifted = _lift_unannounced_mark(policy, cloud, wh, r, run_id)
+            raise NoticeFailed(f"{result}, but the owner notice was not delivered ({'; '.join(failed)}); "
+                               f"mark lifted: {lifted}")
         return result, d, {}
     if d.action == "unmark":
-        if acts.supports_tags:
-            return acts.unmark(r, policy.mark_tag, dry_run), d, {}
-        if dry_run:
-            return "dry_run: would unmark", d, {}
-        audit.store_mark(wh, run_id, policy.name, r.provider, r.resource_id, None)
-        return "unmarked", d, {}
+        return _unmark(policy, cloud, wh, r, dry_run, run_id), d, {}
     # stop / terminate: decide again from what is true right now.
     fresh = cloud.inventory.refresh(r)
     if fresh is None:
@@ -223,6 +249,9 @@ def _execute(
             extra["unmark_result"] = _execute(policy, cloud, wh, again, dry_run, now, clock, run_id, marks)[0]
         return f"prevented by re-check: {again.verdict}", d, extra
     result = acts.stop(fresh, dry_run)
-    if not result.startswith("denied"):
-        _notify(policy, again, "stopped" if policy.action == "stop" else "terminated", dry_run, "critical")
+    if not result.startswith(("denied", "refused")):
+        what = "stopped" if policy.action == "stop" else "terminated"
+        failed = _notify(policy, again, what, dry_run, "critical")
+        if failed:
+            raise NoticeFailed(f"{result}, but the {what} notice was not delivered: {'; '.join(failed)}")
     return result, d, extra
