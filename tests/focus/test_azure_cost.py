@@ -95,10 +95,38 @@ def test_mixed_date_formats_caught(tmp_path, finops_home):
         convert(ACTUAL, [path], provider="azure", period="2026-10", tmp=tmp_path)
 
 
-def test_iso_dates_accepted(tmp_path, finops_home):
-    path = _bad_csv(tmp_path, "mca", lambda t: t.replace("10/01/2026", "2026-10-01"))
-    res, rows = convert(ACTUAL, [path], provider="azure", period="2026-10", tmp=tmp_path)
+@pytest.mark.parametrize("iso", ["2026-10-01", "2026-10-01T00:00:00.0000000Z", "2026-10-01 00:00:00"],
+                         ids=["date", "dotnet-7-digit", "space-separated"])
+def test_iso_dates_accepted(tmp_path, finops_home, iso):
+    """ISO days in every spelling Azure tools write: plain, .NET round-trip ("o": 7 fraction
+    digits), and a typed timestamp's text (what a parquet TIMESTAMP column reads as)."""
+    text = gen.generate(layout="mca", kind="actual", days=1).csv_bytes().decode("utf-8-sig")
+    (tmp_path / "us.csv").write_text(text)
+    (tmp_path / "iso.csv").write_text(text.replace("10/01/2026", iso))
+    want, want_rows = convert(ACTUAL, [tmp_path / "us.csv"], provider="azure", period="2026-10", tmp=tmp_path / "us")
+    res, rows = convert(ACTUAL, [tmp_path / "iso.csv"], provider="azure", period="2026-10", tmp=tmp_path / "iso")
     assert res.row_count == len(rows) > 0
+    assert (res.row_count, res.focus_billed_total) == (want.row_count, want.focus_billed_total)
+    day = sorted((str(r["charge_period_start"]), str(r["billed_cost"])) for r in rows)
+    assert day == sorted((str(r["charge_period_start"]), str(r["billed_cost"])) for r in want_rows)
+
+
+def test_parquet_export_with_a_typed_date_column(tmp_path, finops_home):
+    """A parquet export whose Date is a TIMESTAMP (not text) converts, to the same totals as its csv."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    sample = gen.generate(layout="mca", kind="actual", days=2)
+    csv_path = sample.write_csv(tmp_path / "a.csv")
+    table = pacsv.read_csv(csv_path, convert_options=pacsv.ConvertOptions(
+        column_types={"date": pa.timestamp("us")}, timestamp_parsers=["%m/%d/%Y"], strings_can_be_null=False))
+    date_col = next(f for f in table.schema if f.name.lower().lstrip("\ufeff") == "date")
+    assert pa.types.is_timestamp(date_col.type)
+    pq.write_table(table, tmp_path / "a.parquet")
+    want, _ = convert(ACTUAL, [csv_path], provider="azure", period="2026-10", tmp=tmp_path / "csv")
+    got, rows = convert(ACTUAL, [tmp_path / "a.parquet"], provider="azure", period="2026-10", tmp=tmp_path / "pq")
+    assert (got.row_count, got.focus_billed_total) == (want.row_count, want.focus_billed_total)
 
 
 def test_wrong_headers_named(tmp_path, finops_home):

@@ -207,7 +207,10 @@ class AzureCostConverter:
         parsed = (
             f"COALESCE(try_strptime({d}, '%m/%d/%Y'), try_strptime({d}, '%Y-%m-%d'), "
             f"try_strptime({d}, '%Y-%m-%dT%H:%M:%S'), try_strptime({d}, '%Y-%m-%dT%H:%M:%SZ'), "
-            f"try_strptime({d}, '%Y-%m-%dT%H:%M:%S.%fZ'))"
+            f"try_strptime({d}, '%Y-%m-%dT%H:%M:%S.%fZ'), "
+            # anything else ISO-shaped: .NET round-trip text (7 fraction digits, which %f refuses)
+            # and a parquet TIMESTAMP column's text ('2026-10-01 00:00:00'); the UTC day is kept
+            f"CAST(TRY_CAST({d} AS TIMESTAMPTZ) AS TIMESTAMP))"
         )
         tags = "CASE WHEN tags IS NULL OR tags IN ('{}', '') THEN NULL WHEN left(tags, 1) = '{' THEN tags ELSE '{' || tags || '}' END"
         return f"""SELECT *,
