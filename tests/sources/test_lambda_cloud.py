@@ -112,3 +112,31 @@ def test_plan_batches_polls_and_extends(lam_api, duckdb_wh):
     duckdb_wh.execute("UPDATE lambda_instance_lifetimes SET first_seen = first_seen - INTERVAL 90 MINUTE")
     [batch] = lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh)
     assert batch.provider == "lambda" and batch.files[0].exists()
+
+
+def test_dry_run_plan_polls_but_writes_nothing(lam_api, duckdb_wh):
+    """The billing DAG's dry run promises 'write nothing to the warehouse': Lambda's planning poll
+    must then only overlay the stored lifetimes, yet still show what the poll saw."""
+    now = datetime.now(UTC)
+    a10 = gen.instance_json("i-a10", "nb", "gpu_1x_a10", "us-west-1", "active")
+    lam_api.instances = [a10]
+    lam.poll_once(duckdb_wh, SRC, _api(), polled_at=now - timedelta(minutes=90))
+    lam_api.instances = [a10, gen.instance_json("i-new", "x", "gpu_8x_h100_sxm5", "us-east-1", "active")]
+
+    def state():
+        return (duckdb_wh.query("SELECT * FROM lambda_instance_lifetimes ORDER BY instance_id"),
+                duckdb_wh.query("SELECT count(*) FROM lambda_polls"))
+
+    before = state()
+    [batch] = lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh, record=False)
+    assert state() == before
+    import pyarrow.parquet as pq
+
+    [dry] = pq.read_table(batch.files[0]).to_pylist()  # i-new: first sighting, nothing billable yet
+    assert dry["instance_id"] == "i-a10"
+    assert dry["bill_end"] > (now - timedelta(minutes=90)).replace(tzinfo=None)  # the poll's sighting counts
+    [live] = lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh)
+    assert state() != before
+    [rec] = pq.read_table(live.files[0]).to_pylist()
+    assert (rec["instance_id"], rec["bill_start"]) == (dry["instance_id"], dry["bill_start"])
+    assert rec["bill_end"] >= dry["bill_end"]

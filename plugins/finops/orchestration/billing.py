@@ -50,7 +50,7 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
     cfg = get_config()
     src = cfg.source(item["source"])
     provider, period = item["provider"], item["billing_period"]
-    batches = registry.plan_batches(provider, src, period)
+    batches = registry.plan_batches(provider, src, period, dry_run=dry_run)
     if not batches:
         log.warning("%s %s: no complete delivery found for %s (nothing loaded, nothing removed)", provider, src.name, period)
         return {**item, "status": "no_data", "rows": 0}

@@ -19,6 +19,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -125,19 +126,24 @@ def save(wh: Warehouse, source: str, changed: dict[str, Lifetime], polled_at: da
 
 
 def poll_once(wh: Warehouse, src: LambdaSource, api: LambdaApi, polled_at: datetime | None = None,
-              max_gap: timedelta = DEFAULT_MAX_GAP) -> dict[str, Lifetime]:
-    """One poll folded into the warehouse; returns the lifetimes it changed."""
+              max_gap: timedelta = DEFAULT_MAX_GAP, *, record: bool = True) -> dict[str, Lifetime]:
+    """One poll folded into the warehouse; returns the lifetimes it changed. With record=False
+    (a dry run) nothing is written: the changes are only returned."""
     instances = api.instances()
     at = polled_at or datetime.now(UTC)
     known = load_known(wh, src.name, [str(i["id"]) for i in instances])
     changed = observe(known, instances, at, max_gap)
-    save(wh, src.name, changed, at, len(instances))
-    log.info("%s: polled %d instance(s), %d lifetime(s) changed", src.name, len(instances), len(changed))
+    if record:
+        save(wh, src.name, changed, at, len(instances))
+    log.info("%s: polled %d instance(s), %d lifetime(s) changed%s", src.name, len(instances), len(changed),
+             "" if record else " (dry run: not recorded)")
     return changed
 
 
-def period_intervals(wh: Warehouse, src: LambdaSource, period: str) -> list[dict[str, Any]]:
-    """Billable intervals overlapping the period, clipped to it (naive UTC)."""
+def period_intervals(wh: Warehouse, src: LambdaSource, period: str,
+                     overlay: dict[str, Lifetime] | None = None) -> list[dict[str, Any]]:
+    """Billable intervals overlapping the period, clipped to it (naive UTC). `overlay`: lifetimes
+    that replace the stored ones of the same instance (a dry run's unrecorded poll)."""
     start, end = period_bounds(period)
     rows = wh.query(
         f"SELECT instance_id, name, instance_type, region, price_cents_per_hour, first_seen, last_seen, ended_at "
@@ -145,13 +151,18 @@ def period_intervals(wh: Warehouse, src: LambdaSource, period: str) -> list[dict
         "ORDER BY instance_id",
         [src.name, end, start],
     )
+    lifetimes = {r[0]: Lifetime(r[0], r[1], r[2], r[3], int(r[4]), r[5], r[6], r[7]) for r in rows}
+    for iid, lt in (overlay or {}).items():  # stored naive UTC; a poll's lifetimes are aware
+        lifetimes[iid] = replace(lt, first_seen=_naive(lt.first_seen), last_seen=_naive(lt.last_seen),
+                                 ended_at=_naive(lt.ended_at))
     out = []
-    for iid, name, itype, region, cents, first, last, ended in rows:
-        b0, b1 = billable_interval(Lifetime(iid, name, itype, region, int(cents), first, last, ended))
+    for iid in sorted(lifetimes):
+        lt = lifetimes[iid]
+        b0, b1 = billable_interval(lt)
         b0, b1 = max(b0, start), min(b1, end)
         if b1 > b0:
-            out.append({"instance_id": iid, "name": name, "instance_type": itype, "region": region,
-                        "price_cents_per_hour": int(cents), "bill_start": b0, "bill_end": b1,
+            out.append({"instance_id": iid, "name": lt.name, "instance_type": lt.instance_type, "region": lt.region,
+                        "price_cents_per_hour": lt.price_cents_per_hour, "bill_start": b0, "bill_end": b1,
                         "account_name": src.account_name})
     return out
 
@@ -178,15 +189,16 @@ def converter_for(src: LambdaSource) -> Any:
 
 
 def plan_batches(src: LambdaSource, billing_period: str, *, api: LambdaApi | None = None,
-                 wh: Warehouse | None = None) -> list[RawBatch]:
-    """Poll now, then hand the period's intervals to the spine ([] when nothing ran)."""
+                 wh: Warehouse | None = None, record: bool = True) -> list[RawBatch]:
+    """Poll now, then hand the period's intervals to the spine ([] when nothing ran). A dry run
+    (record=False) polls too, but writes nothing: the poll only overlays the stored lifetimes."""
     from finops.warehouse import connect
 
     own = wh is None
     wh = wh or connect()
     try:
-        poll_once(wh, src, api or LambdaApi(src.conn_id))
-        rows = period_intervals(wh, src, billing_period)
+        changed = poll_once(wh, src, api or LambdaApi(src.conn_id), record=record)
+        rows = period_intervals(wh, src, billing_period, overlay=None if record else changed)
     finally:
         if own:
             wh.close()

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 
-def _aws_plan(src: Any, period: str) -> list[Any]:
+def _aws_plan(src: Any, period: str, dry_run: bool = False) -> list[Any]:
     from finops.sources import aws_cur
 
     batch = aws_cur.fetch_batch(src, period)
@@ -23,13 +23,17 @@ def _aws_converter(src: Any) -> Any:
     return aws_cur.converter_for(src.format)
 
 
-def _module_adapters(module: str) -> tuple[Callable[[Any, str], list[Any]], Callable[[Any], Any]]:
-    """For sources whose module already speaks `plan_batches(src, period)` / `converter_for(src)`."""
+def _module_adapters(module: str) -> tuple[Callable[..., list[Any]], Callable[[Any], Any]]:
+    """For sources whose module already speaks `plan_batches(src, period)` / `converter_for(src)`.
+    A dry run reaches the planners that record state while planning (Lambda's poll) as record=False."""
 
-    def plan(src: Any, period: str) -> list[Any]:
+    def plan(src: Any, period: str, dry_run: bool = False) -> list[Any]:
         import importlib
 
-        return importlib.import_module(module).plan_batches(src, period)
+        mod = importlib.import_module(module)
+        if dry_run and module in _RECORDING:
+            return mod.plan_batches(src, period, record=False)
+        return mod.plan_batches(src, period)
 
     def conv(src: Any) -> Any:
         import importlib
@@ -39,7 +43,8 @@ def _module_adapters(module: str) -> tuple[Callable[[Any, str], list[Any]], Call
     return plan, conv
 
 
-_PLANNERS: dict[str, Callable[[Any, str], list[Any]]] = {"aws": _aws_plan}
+_RECORDING = {"finops.sources.lambda_cloud"}  # planning writes warehouse state (the instance poll)
+_PLANNERS: dict[str, Callable[..., list[Any]]] = {"aws": _aws_plan}
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {"aws": _aws_converter}
 for _provider, _module in (("gcp", "finops.sources.gcp_bigquery"), ("azure", "finops.sources.azure_blob"),
                            ("lambda", "finops.sources.lambda_cloud")):
@@ -50,12 +55,13 @@ def providers() -> list[str]:
     return sorted(_PLANNERS)
 
 
-def plan_batches(provider: str, source_cfg: Any, billing_period: str) -> list[Any]:
+def plan_batches(provider: str, source_cfg: Any, billing_period: str, *, dry_run: bool = False) -> list[Any]:
+    """The period's batches. dry_run: plan without writing anything to the warehouse."""
     try:
         planner = _PLANNERS[provider]
     except KeyError:
         raise ValueError(f"unknown provider {provider!r}; known: {providers()}") from None
-    return planner(source_cfg, billing_period)
+    return planner(source_cfg, billing_period, dry_run)
 
 
 def converter_for(provider: str, source_cfg: Any) -> Any:
