@@ -6,7 +6,6 @@ import json
 from datetime import datetime
 from decimal import Decimal
 
-import duckdb
 import pytest
 
 from finops.demo import gcp_generator as gen
@@ -15,23 +14,11 @@ from finops.focus.gcp_focus import CONVERTER
 from tests.focus._convert import convert
 
 
-def _google_view_parquet(sample, tmp):
-    """The generator's view rows with the money columns as Google's published view computes them
-    (looker-open-source/google_cloud_focus focus_bigquery_view.sql): BilledCost = EffectiveCost =
-    cost + SUM(credits.amount), ContractedCost = cost; x_Credits only itemises what was netted."""
-    gross = gen.write_focus_view_parquet(sample, tmp / "generated.parquet")
-    out = tmp / "focus.parquet"
-    net = "CAST(BilledCost + COALESCE(list_sum(list_transform(x_Credits, lambda c: c.Amount)), 0) AS DECIMAL(38,9))"
-    duckdb.sql(f"COPY (SELECT * REPLACE ({net} AS BilledCost, {net} AS EffectiveCost) FROM read_parquet('{gross}')) "
-               f"TO '{out}' (FORMAT parquet)")
-    return out
-
-
 @pytest.fixture(scope="module")
 def converted(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("gcp_focus")
     sample = gen.generate(period="2026-10", days=1)
-    path = _google_view_parquet(sample, tmp)
+    path = gen.write_focus_view_parquet(sample, tmp / "focus.parquet")  # Google's view shape: BilledCost net
     res, rows = convert(CONVERTER, [path], provider="gcp", period="2026-10", tmp=tmp)
     return sample, res, rows, tmp
 

@@ -277,10 +277,13 @@ def _n(x: float) -> Decimal:
 
 def focus_view_rows(sample: GcpSample) -> list[dict[str, Any]]:
     """The same rows as GCP's published FOCUS BigQuery view would return them
-    (BilledCost = cost, credits in x_Credits, lower-case enums, Tags as an array)."""
+    (looker-open-source/google_cloud_focus, focus_bigquery_view.sql): BilledCost = EffectiveCost
+    = cost + SUM(credits.amount), ContractedCost = cost, the credits itemised in x_Credits,
+    lower-case enums, Tags as an array."""
     out = []
     for r in sample.rows:
         proj = r["project"] or {}
+        net = _n(r["cost"]) + sum((_n(c["amount"]) for c in r["credits"]), Decimal(0))  # NUMERIC sums exactly
         cud = next((c for c in r["credits"] if c["type"].startswith("COMMITTED_USAGE")), None)
         regular = r["cost_type"] == "regular"
         tags = [{"key": x["key"], "value": x["value"], "x_type": "label", "x_inherited": False, "x_namespace": "n/a"}
@@ -292,7 +295,7 @@ def focus_view_rows(sample: GcpSample) -> list[dict[str, Any]]:
         y, m = int(sample.invoice_month[:4]), int(sample.invoice_month[4:])
         out.append({
             "AvailabilityZone": r["location"]["zone"],
-            "BilledCost": _n(r["cost"]),
+            "BilledCost": net,
             "BillingAccountId": r["billing_account_id"],
             "BillingCurrency": r["currency"],
             "BillingPeriodStart": datetime(y, m, 1, 7, tzinfo=UTC),  # Pacific midnight
@@ -307,7 +310,7 @@ def focus_view_rows(sample: GcpSample) -> list[dict[str, Any]]:
             "ConsumedQuantity": _n(r["usage"]["amount"]) if regular else None,
             "ConsumedUnit": r["usage"]["unit"] if regular else None,
             "ContractedCost": _n(r["cost"]),
-            "EffectiveCost": _n(r["cost"]),
+            "EffectiveCost": net,
             "ListCost": _n(r["cost_at_list"] if r["cost_at_list"] is not None else r["cost"]),
             "PricingCategory": ("committed" if cud else "standard") if regular else None,
             "PricingQuantity": _n(r["usage"]["amount_in_pricing_units"]) if regular else None,
