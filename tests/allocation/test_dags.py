@@ -41,10 +41,40 @@ def test_showback_dag_runs_end_to_end(airflow_db, duckdb_wh, finops_home):
     assert got == {"ml-research": D("15.15"), "unallocated": D("1.01")}
 
 
+@pytest.mark.slow
+def test_report_dag_emails_once_per_figures_and_again_on_request(airflow_db, duckdb_wh, finops_home, alert_smtp,
+                                                                  monkeypatch, tmp_path):
+    """dag.test() of finops_report_monthly: saved files, one e-mail per team route; a re-run of the
+    same month sends nothing (alert_state ledger), and its "Send again" Param sends once more."""
+    from finops.allocation.rules import parse_rules
+    from finops.allocation.store import run_showback
+
+    cfg = tmp_path / "finops.yaml"
+    cfg.write_text("alerts:\n  routes:\n"
+                   f"    - {{team: '*', email_conn_id: {alert_smtp.conn_id}, email_to: [finops@example.com]}}\n")
+    monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
+    insert_focus(duckdb_wh, [focus_row("2026-10-01", "10.10", tags={"team": "ml-research"}),
+                             focus_row("2026-10-02", "1.01")])
+    run_showback(duckdb_wh, "2026-10", parse_rules({}))
+    duckdb_wh.close()  # the DAG's task opens the warehouse itself
+
+    dag = _dag("finops_report_monthly")
+    conf = {"billing_period": "2026-10", "cost_view": "billed"}
+    assert dag.test(run_conf=conf).state == "success"
+    first = len(alert_smtp.envelopes)
+    assert first == 2  # ml-research and unallocated, each to the catch-all route
+    assert sorted((finops_home / "reports" / "2026-10").glob("*.csv"))
+    assert dag.test(run_conf=conf).state == "success"
+    assert len(alert_smtp.envelopes) == first  # same figures: nothing sent twice
+    assert dag.test(run_conf={**conf, "resend": True}).state == "success"
+    assert len(alert_smtp.envelopes) == 2 * first
+
+
 def test_report_dag_params_form():
     dag = _dag("finops_report_monthly")
     assert dag.params.get_param("cost_view").schema["enum"] == ["amortised", "billed"]
     assert dag.params.get_param("billing_period").schema["pattern"]
+    assert dag.params.get_param("resend").value is False
     assert [t.task_id for t in dag.tasks] == ["report"]
 
 

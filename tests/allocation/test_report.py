@@ -81,6 +81,10 @@ def test_report_retry_after_a_failed_route_sends_each_report_once(duckdb_wh, fin
     monkeypatch.setenv("AIRFLOW_CONN_TEAM_A_SMTP", json.dumps({**down, "port": alert_smtp.port}))
     assert email_reports(reports, alerts, ledger) == {"a": ["a@example.com"]}
     assert email_reports(reports, alerts, ledger) == {}  # a re-run of the same figures
+    # asked for again on purpose (the DAG's "Send again"): delivered once more, to every route
+    assert email_reports(reports, alerts, ledger, resend=True) == {"a": ["a@example.com"], "b": ["b@example.com"]}
+    assert sorted(env[1][0] for env in alert_smtp.envelopes[-2:]) == ["a@example.com", "b@example.com"]
+    del alert_smtp.envelopes[-2:]
     assert sorted(env[1][0] for env in alert_smtp.envelopes) == ["a@example.com", "b@example.com"]
 
     insert_focus(wh, [focus_row("2026-10-02", "1.50", tags={"team": "b"})])  # restated month

@@ -149,12 +149,13 @@ class ReportDeliveryError(RuntimeError):
     """Some report e-mails failed (after every other one was tried)."""
 
 
-def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: AlertLedger | None = None
-                  ) -> dict[str, list[str]]:
+def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: AlertLedger | None = None,
+                  *, resend: bool = False) -> dict[str, list[str]]:
     """E-mail each team's report to the e-mail routes for that team; returns team -> recipients
     sent now. One failing route does not stop the others; with a ledger, a report already
     delivered to a channel is not sent there again (a task retry after a partial failure used
-    to re-send every report before the failing one). Raises ReportDeliveryError at the end."""
+    to re-send every report before the failing one) unless `resend` (someone asked for it again).
+    Raises ReportDeliveryError at the end."""
     from finops.alerts.email import Attachment, build_message, default_sender, send_message
     from finops.alerts.routing import routes_for
 
@@ -170,7 +171,7 @@ def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: Alert
             if channel in seen:
                 continue
             seen.add(channel)
-            if ledger and ledger.sent(key, channel):
+            if ledger and not resend and ledger.sent(key, channel):
                 log.info("report %s %s already sent to %s", r.period, r.team, channel)
                 continue
             try:

@@ -72,8 +72,8 @@ def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = Non
         wh.close()
 
 
-def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[str] | None = None
-                    ) -> dict[str, Any]:
+def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[str] | None = None,
+                    resend: bool = False) -> dict[str, Any]:
     from finops.alerts.dedup import AlertLedger
     from finops.allocation.report import build_reports, email_reports, save_reports
     from finops.config import get_config
@@ -84,7 +84,7 @@ def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[s
         reports = build_reports(wh, period, cost_view, teams or None)
         paths = save_reports(reports)
         # the ledger (alert_state) makes a retry or re-run send each unchanged report once per route
-        sent = email_reports(reports, get_config().alerts, AlertLedger(wh)) if send_email else {}
+        sent = email_reports(reports, get_config().alerts, AlertLedger(wh), resend=resend) if send_email else {}
     finally:
         wh.close()
     return {"period": period, "teams": [r.team for r in reports], "files": [str(p) for p in paths], "emailed": sent}
