@@ -1,5 +1,5 @@
 """Airflow DAG finops_report_monthly: the monthly showback report per team (HTML with a
-chart + CSV) saved under FINOPS_HOME/reports/<period>/ and e-mailed to each team's route."""
+chart + CSV) saved under FINOPS_HOME/reports/<period>/<team>-<view>.html|.csv and e-mailed to each team's route."""
 
 from __future__ import annotations
 

@@ -90,3 +90,18 @@ def test_report_retry_after_a_failed_route_sends_each_report_once(duckdb_wh, fin
     insert_focus(wh, [focus_row("2026-10-02", "1.50", tags={"team": "b"})])  # restated month
     run_showback(wh, "2026-10", parse_rules({}))
     assert email_reports(build_reports(wh, "2026-10", "billed"), alerts, ledger) == {"b": ["b@example.com"]}
+
+
+def test_saved_reports_never_overwrite_each_other(duckdb_wh, finops_home):
+    """Teams whose names clean to the same file name, and the two cost views of one month,
+    each keep their own files."""
+    insert_focus(duckdb_wh, [focus_row("2026-10-01", "1", tags={"team": "ml research"}),
+                             focus_row("2026-10-01", "2", tags={"team": "ml_research"}),
+                             focus_row("2026-10-01", "4", tags={"team": "ml/research"})])
+    run_showback(duckdb_wh, "2026-10", parse_rules({}))
+    paths = [p for view in ("billed", "amortised") for p in save_reports(build_reports(duckdb_wh, "2026-10", view))]
+    assert len(set(paths)) == len(paths) == 3 * 2 * 2  # 3 teams x 2 views x (html, csv)
+    assert finops_home / "reports" / "2026-10" / "ml_research-billed.csv" in paths  # a plain name stays plain
+    totals = sorted(sum(D(r[-1]) for r in list(csv.reader(io.StringIO(p.read_text())))[1:])
+                    for p in paths if p.suffix == ".csv" and "billed" in p.name)
+    assert totals == [D(1), D(2), D(4)]

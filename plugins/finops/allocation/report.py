@@ -126,7 +126,13 @@ def build_reports(wh: Warehouse, period: str, view: str = "amortised", teams: li
 
 
 def save_reports(reports: list[TeamReport], out_dir: Path | None = None) -> list[Path]:
-    """Write <team>.html (chart embedded as a data URI) and <team>.csv per team."""
+    """Write <team>-<view>.html (chart embedded as a data URI) and <team>-<view>.csv per team.
+
+    A team name the file system cannot take as is gets a short hash of the exact name, so two
+    teams that clean to the same name ("ml research", "ml_research") never overwrite each other;
+    the view is in the name so the billed and amortised reports of a month both stay."""
+    import hashlib
+
     from finops.alerts.email import safe_filename
     from finops.paths import subdir
 
@@ -134,7 +140,10 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None) -> list
     for r in reports:
         base = (out_dir or subdir("reports")) / safe_filename(r.period)
         base.mkdir(parents=True, exist_ok=True)
-        stem = safe_filename(r.team)
+        team = safe_filename(r.team)[:80]
+        if team != r.team:
+            team += "-" + hashlib.sha256(r.team.encode()).hexdigest()[:8]
+        stem = f"{team}-{safe_filename(r.view)}"
         html = base / f"{stem}.html"
         csv_path = base / f"{stem}.csv"
         img = "data:image/png;base64," + base64.b64encode(r.chart_png).decode() if r.chart_png else None
