@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import datetime
 from decimal import Decimal as D
@@ -59,3 +60,26 @@ def test_aws_focus_export_missing_billed_cost(tmp_path, finops_home):
     pq.write_table(_focus_rows().drop(["BilledCost"]), tmp_path / "f.parquet")
     with pytest.raises(ConversionError, match="BilledCost"):
         convert(AwsFocusConverter(), [tmp_path / "f.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
+
+
+def test_aws_focus_csv_money_is_read_as_text_not_sniffed(tmp_path, finops_home):
+    """A gzip-csv FOCUS export whose first rows all bill 0 (SP-covered usage): DuckDB's sniffer
+    typed BilledCost BIGINT from its sample and read a later '1.25' as 1, raw total included,
+    so the reconciliation agreed with itself and a cent-wrong month loaded."""
+    cols = ["BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId", "BillingCurrency",
+            "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory",
+            "SubAccountId", "Tags"]
+
+    def line(cost: str) -> str:
+        return (f"{cost},{cost},{cost},{cost},012345678901,USD,2025-03-01T00:00:00Z,2025-04-01T00:00:00Z,"
+                '2025-03-02T00:00:00Z,2025-03-02T01:00:00Z,Usage,000000000042,"{""user_team"":""a""}"')
+
+    body = [",".join(cols)] + [line("0")] * 30_000 + [line("1.25"), line("0.0000000325"), line("")]
+    f = tmp_path / "focus-00001.csv.gz"
+    f.write_bytes(gzip.compress(("\n".join(body) + "\n").encode()))
+    res, rows = convert(AwsFocusConverter(), [f], provider="aws", period="2025-03", tmp=tmp_path)
+    assert res.raw_billed_total == res.focus_billed_total == D("1.2500000325")
+    assert sorted(r["billed_cost"] for r in rows if r["billed_cost"])[-2:] == [D("0.0000000325"), D("1.25")]
+    assert {r["billing_account_id"] for r in rows} == {"012345678901"}
+    assert {r["sub_account_id"] for r in rows} == {"000000000042"}
+    assert json.loads(rows[0]["tags"]) == {"user_team": "a"}

@@ -13,6 +13,7 @@ from finops.focus.schema import FOCUS_COLUMNS, Kind
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
+QDEC = "DECIMAL(38,12)"
 _REQUIRED = ("BilledCost", "BillingPeriodStart", "ChargePeriodStart", "BillingCurrency", "ChargeCategory")
 _X = {  # our extension column -> AWS FOCUS export column
     "x_usage_type": "x_UsageType",
@@ -37,8 +38,25 @@ class AwsFocusConverter:
     def reader_sql(self, files: list[str]) -> str:
         lst = ", ".join(sql_literal(f) for f in files)
         if any(".csv" in f.lower() for f in files):
-            return f"SELECT * FROM read_csv([{lst}], header = true, union_by_name = true)"
+            # Text only, typed by normalize_sql: a sniffed type is guessed from a sample, and a
+            # BilledCost column sniffed BIGINT (its first rows all 0) read a later '1.25' as 1.
+            return f"SELECT * FROM read_csv([{lst}], header = true, all_varchar = true, union_by_name = true)"
         return f"SELECT * FROM read_parquet([{lst}], union_by_name = true, hive_partitioning = false)"
+
+    def normalize_sql(self, raw: str, columns: Mapping[str, str]) -> str:
+        """Text money / quantities / timestamps (csv) typed exactly, once: focus_sql and the raw
+        BilledCost total then read the very same values."""
+        typed: list[str] = []
+        for col in FOCUS_COLUMNS:
+            src = _find(columns, col.name, col.snake)
+            if src is None or not (columns.get(src) or "").upper().startswith("VARCHAR"):
+                continue
+            v = f"NULLIF(TRIM({sql_ident(src)}), '')"
+            if col.kind in (Kind.MONEY, Kind.QUANTITY):
+                typed.append(f"CAST({v} AS {DEC if col.kind is Kind.MONEY else QDEC}) AS {sql_ident(src)}")
+            elif col.kind is Kind.TIMESTAMP:
+                typed.append(f"CAST(CAST({v} AS TIMESTAMPTZ) AS TIMESTAMP) AS {sql_ident(src)}")
+        return f"SELECT * REPLACE ({', '.join(typed)}) FROM {raw}" if typed else f"SELECT * FROM {raw}"
 
     def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
         cols = ctx.raw_columns
@@ -52,7 +70,7 @@ class AwsFocusConverter:
             ident = sql_ident(src)
             t = (cols.get(src) or "").upper()
             if col.kind in (Kind.MONEY, Kind.QUANTITY):
-                expr = f"CAST({ident} AS {DEC if col.kind is Kind.MONEY else 'DECIMAL(38,12)'})"
+                expr = f"CAST({ident} AS {DEC if col.kind is Kind.MONEY else QDEC})"
             elif col.kind is Kind.TIMESTAMP:
                 expr = f"CAST(CAST({ident} AS TIMESTAMPTZ) AS TIMESTAMP)"
             elif col.kind is Kind.JSON:
