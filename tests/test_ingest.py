@@ -188,3 +188,21 @@ def test_e2e_postgres_idempotent_and_restated(pg_wh, awsb_bucket, awsb_source, a
     new = awsb_deliver(GenSpec("2025-10", rows=750, seed=10, restatement=1))
     assert _load(pg_wh, awsb_bucket, src, "2025-10").status == "loaded"
     assert _partition(pg_wh, "2025-10") == (new.totals.focus_rows, new.totals.billed_total, new.totals.effective_total)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("hostile", [{"line_item_line_item_description": "bad\x00byte"},
+                                     {"resource_tags": {"user_team": "a\x00b"}}], ids=["text", "tag"])
+def test_postgres_nul_character_is_quarantined_and_loaded_month_kept(pg_wh, tmp_path, alerts, finops_home, hostile):
+    """PostgreSQL text / jsonb cannot hold U+0000: a delivery carrying one is bad input, quarantined
+    with the reason (not a `failed` load re-raised on every retry); the loaded month stays."""
+    good = write_cur(tmp_path / "good.parquet", [cur_row(line_item_unblended_cost=2.0)])
+    assert load_batch(pg_wh, _local_batch([good], "2025-03", "g"), aws_cur.converter_for("cur2")).status == "loaded"
+    bad = write_cur(tmp_path / "bad.parquet", [cur_row(line_item_unblended_cost=5.0, **hostile)])
+    entry = load_batch(pg_wh, _local_batch([bad], "2025-03", "b"), aws_cur.converter_for("cur2"))
+    assert entry.status == "quarantined", entry.message
+    assert "U+0000" in (entry.message or "") or "\\u0000 cannot be converted" in (entry.message or "")
+    assert entry.quarantine_path and (Path(entry.quarantine_path) / "bad.parquet").is_file()
+    assert _partition(pg_wh, "2025-03", "local") == (1, D("2"), D("2"))
+    assert [r[0] for r in pg_wh.query("SELECT status FROM load_log ORDER BY finished_at")] == ["loaded", "quarantined"]
+    assert len(alerts) == 1 and alerts[0].kind == "validation_failed"

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from finops.focus.schema import COLUMNS, Kind
 from finops.paths import subdir
 from finops.progress import watch_duckdb
-from finops.warehouse.base import LoadLogEntry
+from finops.warehouse.base import DataRefused, LoadLogEntry
 
 if TYPE_CHECKING:
     import duckdb
@@ -316,8 +316,9 @@ def load_batch(
     status: `loaded` (partition replaced in one transaction), `unchanged` (this very delivery
     is already the latest load; skipped unless force=True), `empty` (no data files: nothing
     touched), `quarantined` (bad input or failed validation: files kept under
-    FINOPS_HOME/quarantine, alert emitted, partition untouched). Warehouse errors while
-    replacing are logged as `failed` and re-raised (the task should retry).
+    FINOPS_HOME/quarantine, alert emitted, partition untouched; also when the warehouse refuses
+    the rows themselves, `DataRefused`). Other warehouse errors while replacing are logged as
+    `failed` and re-raised (the task should retry).
 
     `direct` (default: whenever the warehouse can, i.e. embedded DuckDB) converts straight
     into the warehouse table and validates the new rows before committing (`_load_direct`);
@@ -387,6 +388,8 @@ def load_batch(
         partition = {"x_source": batch.source, "x_billing_period": batch.billing_period}
         try:
             wh.replace_partition(FOCUS_TABLE, partition, [staging_file], log=entry)
+        except DataRefused as e:  # bad input the checks above let through: rolled back, never retried
+            return _quarantine(wh, batch, entry, error=f"warehouse refused the rows: {_short(e)}")
         except Exception as e:
             _record_failed(wh, entry, e)
             raise

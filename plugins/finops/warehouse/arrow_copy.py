@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from finops.warehouse.base import WarehouseError
+from finops.warehouse.base import DataRefused, WarehouseError
 
 _WRITE_OPTIONS = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch_size=8192)
 
@@ -36,7 +36,7 @@ def _normalise(arr: pa.ChunkedArray | pa.Array, name: str) -> pa.ChunkedArray | 
         return arr.cast(pa.timestamp(t.unit))
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         if arr.null_count < len(arr) and pc.any(pc.match_substring(arr, "\x00")).as_py():
-            raise WarehouseError(
+            raise DataRefused(
                 f"column {name!r} contains a NUL character (U+0000), which PostgreSQL text cannot store"
             )
         return arr

@@ -25,6 +25,12 @@ class WarehouseError(RuntimeError):
     pass
 
 
+class DataRefused(WarehouseError):
+    """The warehouse refused the rows themselves (a value it cannot store, such as U+0000 in
+    PostgreSQL text / jsonb, or a constraint): rolled back, nothing changed. Retrying the same
+    delivery fails the same way, so the billing spine quarantines it instead of retrying."""
+
+
 LoadStatus = Literal["loaded", "unchanged", "quarantined", "failed", "empty"]
 
 

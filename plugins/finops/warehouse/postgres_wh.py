@@ -28,7 +28,7 @@ from psycopg.types.string import TextLoader
 
 from finops.progress import Progress
 from finops.warehouse import arrow_copy, pg_arrow
-from finops.warehouse.base import LOAD_LOG_COLUMNS, LoadLogEntry, WarehouseError
+from finops.warehouse.base import LOAD_LOG_COLUMNS, DataRefused, LoadLogEntry, WarehouseError
 from finops.warehouse.migrations import all_migrations
 from finops.warehouse.qmark import translate
 
@@ -279,7 +279,10 @@ class PostgresWarehouse:
             raise
         except Exception as e:  # psycopg / arrow errors: already rolled back by the transaction block
             where_txt = f" (file {current})" if current else ""
-            raise WarehouseError(f"replace_partition {table} {partition} failed{where_txt}: {e}") from e
+            # SQLSTATE classes 22 / 23 (a value the server cannot store, a constraint): the rows
+            # themselves are refused, and would be on every retry
+            err = DataRefused if isinstance(e, psycopg.DataError | psycopg.IntegrityError) else WarehouseError
+            raise err(f"replace_partition {table} {partition} failed{where_txt}: {e}") from e
         finally:
             for pf in files:
                 pf.close()
