@@ -289,3 +289,26 @@ def test_reaper_terminates_only_expired_tagged_instances(bench_ec2, bench_settin
     assert sorted(_alive(client)) == sorted([new_id, other_id])
     assert duckdb_wh.query("SELECT run_id, result FROM policy_actions WHERE action = 'reap' ORDER BY run_id") == [
         ("reaper-1", "dry_run"), ("reaper-2", "ok")]
+
+
+def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
+    """An instance whose torch sees no GPU must not have its CPU figures stored as the GPU's."""
+    from finops.bench.suite import run_suite
+
+    client, _ = bench_ec2
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                                presign=make_presign(aws_conn))
+    iid = launched["instance_ids"][0]
+    ud = client.describe_instance_attribute(InstanceId=iid, Attribute="userData")["UserData"]["Value"]
+    assert " --device=cuda " in base64.b64decode(ud).decode()  # no silent fallback on the instance
+    cpu_doc = run_suite("cpu", quick=True, sections=["matmul"])  # what `--device auto` did on a GPU-less torch
+    _instance_puts(_upload_url(client, iid), json.dumps(cpu_doc))
+    with pytest.raises(lifecycle.CollectError, match="not a CUDA GPU"):
+        lifecycle.collect(launched, make_reader(aws_conn), duckdb_wh)
+    assert duckdb_wh.query("SELECT count(*) FROM gpu_benchmarks") == [(0,)]
+    assert [r[1] for r in _runs(duckdb_wh)] == ["failed"]
+    assert [e.kind for e in bench_alerts] == ["benchmark_collect_failed"]
+    lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    assert _alive(client) == []

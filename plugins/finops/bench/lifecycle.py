@@ -118,7 +118,9 @@ def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher
     ttl_s = settings.ttl_minutes * 60
     context = {"bench_run_id": bid, "provider": t["provider"], "region": t["region"],
                "instance_type": t["instance_type"], "pricing_model": t["pricing_model"]}
-    args = ["--quick"] if settings.quick else []
+    # --device=cuda: on an instance whose torch sees no GPU (driver not loaded, CPU-only wheel) the suite
+    # must fail (exit 2 -> error document), not fall back to CPU and report CPU figures as the GPU's.
+    args = ["--device=cuda", *(["--quick"] if settings.quick else [])]
     user_data = bootstrap.render(
         upload=upload_snippet(prepared["results_uri"], presign, ttl_s + 600) if not dry_run
         else "echo dry-run: no upload",
@@ -179,6 +181,10 @@ def collect(launched: dict[str, Any], read: Callable[[str], str], wh: Warehouse)
         doc = json.loads(text)
         if isinstance(doc, dict) and "error" in doc and "results" not in doc:
             raise CollectError(f"instance reported: {doc['error']}")
+        device = doc.get("device") if isinstance(doc, dict) else None
+        if isinstance(device, dict) and device.get("type") != "cuda":
+            # a GPU instance's figures measured on its CPU would be priced as the GPU's ($/TFLOP-h x1000)
+            raise CollectError(f"the suite ran on {device.get('type')!r} ({device.get('name')}), not a CUDA GPU")
         n = store.store_result(
             wh, bench_run_id=launched["bench_run_id"], dag_run_id=launched.get("dag_run_id"),
             target=launched["target"], doc=doc, instance_ids=launched.get("instance_ids"), results_uri=uri,
