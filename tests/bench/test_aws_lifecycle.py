@@ -127,9 +127,14 @@ def test_launch_fails_after_instance_was_created(bench_ec2, bench_settings, duck
     client.meta.events.unregister("after-call.ec2.RunInstances", lost_reply)
     assert err.value.cleaned
     assert _alive(client) == []  # the launcher found it by tag and terminated it
+    [created] = [i["InstanceId"] for r in client.describe_instances()["Reservations"] for i in r["Instances"]]
     [(_, status, errors)] = _runs(duckdb_wh)
     assert status == "failed" and "launch" in json.loads(errors)[0]
-    assert duckdb_wh.query("SELECT result FROM policy_actions WHERE action = 'launch'") == [("failed",)]
+    [(result, evidence)] = duckdb_wh.query("SELECT result, evidence FROM policy_actions WHERE action = 'launch'")
+    assert result == "failed" and json.loads(evidence)["instance_ids"] == [created]
+    # the cleanup's termination of the instance the lost call created is audited, by instance id
+    assert duckdb_wh.query("SELECT resource_id, result FROM policy_actions WHERE action = 'terminate'") \
+        == [(created, "ok")]
     assert [e.kind for e in bench_alerts] == ["benchmark_launch_failed"]
     # teardown still runs and finds nothing left
     rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)

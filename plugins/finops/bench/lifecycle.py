@@ -145,8 +145,15 @@ def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher
         out.instance_ids = launcher.launch(spec)
     except Exception as e:
         cleaned = getattr(e, "cleaned", False)
-        report_failure(wh, prepared, "failed", f"launch: {e}", kind="launch",
-                       audit_action="launch", evidence=evidence | {"cleaned": cleaned})
+        found = list(getattr(e, "found", []))
+        # the failed call may have created instances that the cleanup then ended: each one is a
+        # launch and a termination that policy_actions must show, by instance id
+        for iid in getattr(e, "terminated", []):
+            audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"],
+                         resource_id=iid, action="terminate", result="ok", dry_run=False,
+                         reason=f"cleanup after failed launch of bench run {bid}", evidence={"bench_run_id": bid})
+        report_failure(wh, prepared, "failed", f"launch: {e}", kind="launch", audit_action="launch",
+                       evidence=evidence | {"cleaned": cleaned, "instance_ids": found})
         raise
     audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"], resource_id=bid,
                  action="launch", result="ok", dry_run=False, reason=f"launched {out.instance_ids}",

@@ -25,11 +25,15 @@ log = logging.getLogger(__name__)
 
 
 class LaunchError(RuntimeError):
-    """Launching failed; `cleaned` says whether instances it may have created were terminated."""
+    """Launching failed; `cleaned` says whether instances it may have created were terminated,
+    `found` lists those the cleanup found and `terminated` those it asked the cloud to end (audited)."""
 
-    def __init__(self, msg: str, cleaned: bool = True):
+    def __init__(self, msg: str, cleaned: bool = True, found: list[str] | None = None,
+                 terminated: list[str] | None = None):
         super().__init__(msg)
         self.cleaned = cleaned
+        self.found = list(found or [])
+        self.terminated = list(terminated or [])
 
 
 class CapReached(LaunchError):
@@ -115,12 +119,16 @@ def launch_failed(launcher: Launcher, spec: LaunchSpec, error: BaseException, wh
     the instance before failing (timeout, throttled reply), so find it by tag and terminate it
     before reporting. `cleaned=False` when that cleanup itself failed (teardown retries it)."""
     cleaned = True
+    left: list[str] = []
+    terminated: list[str] = []
     try:
         left = [i.instance_id for i in launcher.find(spec.bench_run_id)]
         if left:
             log.warning("%s for %s failed after creating %s: terminating", what, spec.bench_run_id, left)
             launcher.terminate(left)
+            terminated = left
     except Exception as ce:  # noqa: BLE001 - report both; teardown retries the cleanup
         log.error("cleanup after failed %s for %s failed: %s", what, spec.bench_run_id, ce)
         cleaned = False
-    return LaunchError(f"{what} for {spec.bench_run_id} failed: {error}", cleaned=cleaned)
+    return LaunchError(f"{what} for {spec.bench_run_id} failed: {error}", cleaned=cleaned, found=left,
+                       terminated=terminated)
