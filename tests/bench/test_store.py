@@ -71,3 +71,28 @@ def test_settings_validation_names_the_key():
         t = {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_h100_sxm5", "ssh_key_name": "k"}
         parse_settings({"targets": [t, t]})
     assert parse_settings({}).dry_run is True
+
+
+def test_quick_smoke_run_never_replaces_full_figures(any_wh, bench_doc):
+    """A later quick run (one 4096^3 matmul, a 4-layer d512 model) replaced the full figures in the
+    price join: $/1k steps then priced a 5x smaller model's step as the benchmark step."""
+    store.store_result(any_wh, bench_run_id="full", dag_run_id="run-1", target=TARGET, doc=bench_doc)
+    quick = json.loads(json.dumps(bench_doc))
+    quick.update(profile="cuda-quick", quick=True, finished_at="2026-11-17T06:00:00+00:00")
+    quick["results"] = [
+        {"metric": "matmul_tflops", "dtype": "bf16", "value": 500.0, "unit": "TFLOPS", "section": "matmul"},
+        {"metric": "train_step_time", "dtype": "amp_bf16", "value": 20.0, "unit": "ms", "section": "training"}]
+    assert store.store_result(any_wh, bench_run_id="quick", dag_run_id="run-2", target=TARGET, doc=quick) == 2
+    assert any_wh.query("SELECT count(*) FROM gpu_benchmarks WHERE bench_run_id = 'quick'") == [(2,)]  # kept
+    latest = {(r["metric"], r["dtype"]): r["value"] for r in store.latest_rows(any_wh)}
+    assert latest[("matmul_tflops", "bf16")] == 760.0 and latest[("train_step_time", "amp_bf16")] == 100.0
+    settings = parse_settings({"targets": [TARGET | {"image_id": "ami-1", "price_per_hour": 36.0}]})
+    [row] = report.price_performance(any_wh, settings)
+    assert row["usd_per_1k_steps"]["amp_bf16"] == pytest.approx(36.0 / 8 * 100 / 3600)
+    # a newer full run still wins over the older full one
+    newer = json.loads(json.dumps(bench_doc))
+    newer["finished_at"] = "2026-11-23T06:04:10+00:00"
+    newer["results"][0]["value"] = 750.0
+    store.store_result(any_wh, bench_run_id="full2", dag_run_id="run-3", target=TARGET, doc=newer)
+    latest = {(r["metric"], r["dtype"]): r["value"] for r in store.latest_rows(any_wh)}
+    assert latest[("matmul_tflops", "bf16")] == 750.0
