@@ -69,7 +69,10 @@ def finops_gpu_benchmark():
         out = lifecycle.prepare(get_settings(), item["target"], ctx["run_id"], dag_id=ctx["dag"].dag_id)
         return out | {"dry_run": item["dry_run"], "quick": item["quick"]}
 
-    @task(retries=3)
+    # One launch at a time: the max_running cap is check-then-launch (count tagged instances, then
+    # create), so mapped launches running side by side would all pass the check (max_active_runs=1
+    # covers other runs). A launch takes seconds; the benchmarks themselves still run in parallel.
+    @task(retries=3, max_active_tis_per_dagrun=1)
     def launch(prepared: dict[str, Any]) -> dict[str, Any]:
         from finops.bench import lifecycle
         from finops.bench.launchers import for_target
