@@ -204,3 +204,73 @@ def test_load_partition_on_postgres_sums_rollups_from_its_staging_file(finops_ho
         assert not list((finops_home / "staging").rglob("*.parquet"))  # removed after the rollups
     finally:
         wh.close()
+
+
+def _focus_costs_events(dr) -> list[str]:
+    """The asset events this run emitted (what triggers finops_showback / finops_anomalies)."""
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+
+    with create_session() as s:
+        return [e.asset.uri for e in s.query(AssetEvent).filter(AssetEvent.source_run_id == dr.run_id)]
+
+
+def _truncate_first_file(awsb_bucket, delivery, n: int) -> None:
+    """Replace the delivery's first data file in S3 by its first half (an unreadable parquet)."""
+    data = (awsb_bucket.workdir / f"d{n}" / delivery.data_keys[0]).read_bytes()
+    awsb_bucket.put(f"{PREFIX}/{delivery.data_keys[0]}", data[: len(data) // 2])
+
+
+def test_dry_run_announces_nothing(airflow_db, finops_home, billing_config, awsb_deliver):
+    """A dry run wrote nothing: it must not emit finops://focus_costs (that starts showback and
+    an alerting finops_anomalies run). Before, publish_summary emitted it on every success."""
+    from finops.demo.cur_generator import GenSpec
+
+    billing_config()
+    awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=PREFIX)
+    dr = _dag().test(run_conf={"billing_period": "2026-10", "dry_run": True})
+    assert str(dr.state) == "success"
+    assert _focus_costs_events(dr) == []
+    dr = _dag().test(run_conf={"billing_period": "2026-10"})  # the real load still announces
+    assert str(dr.state) == "success" and _focus_costs_events(dr) == ["finops://focus_costs/"]
+
+
+def test_dry_run_of_a_bad_delivery_fails(airflow_db, finops_home, billing_config, awsb_deliver, awsb_bucket):
+    """The ad-hoc audit of a delivery that a real run would quarantine fails, naming why; before,
+    it was a green run whose only trace was `valid: False` in one mapped task's XCom."""
+    from finops.demo.cur_generator import GenSpec
+
+    billing_config()
+    bad = awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=PREFIX)
+    _truncate_first_file(awsb_bucket, bad, 1)
+    dr = _dag().test(run_conf={"billing_period": "2026-10", "dry_run": True})
+    assert str(dr.state) == "failed"
+    states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}
+    assert states["load_partition"] == "failed" and states["check_loads"] == "failed"
+    assert _focus_costs_events(dr) == []
+
+
+def test_partitions_that_loaded_are_announced_when_another_fails(airflow_db, finops_home, billing_config,
+                                                                 awsb_deliver, awsb_bucket):
+    """One quarantined month fails the run but must not hide the month that did load from
+    showback / anomalies: before, publish_summary was upstream_failed and no asset event came,
+    on every run for as long as the bad month stayed bad."""
+    from finops.demo.cur_generator import GenSpec
+
+    billing_config()
+    good = awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=PREFIX)
+    bad = awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=PREFIX)
+    _truncate_first_file(awsb_bucket, bad, 2)
+    dr = _dag().test(run_conf={"billing_period": "2026-09,2026-10"})
+    assert str(dr.state) == "failed"
+    assert _focus_costs_events(dr) == ["finops://focus_costs/"]
+    states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances() if ti.task_id != "load_partition"}
+    assert states == {"plan_loads": "success", "publish_summary": "success", "check_loads": "failed"}
+
+    from finops.paths import warehouse_path
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    with DuckDBWarehouse(warehouse_path()) as wh:
+        got = wh.query("SELECT x_billing_period, sum(billed_cost) FROM focus_costs GROUP BY 1")
+        assert [(p, Decimal(b).quantize(Decimal("0.01"))) for p, b in got] == [
+            ("2026-09", good.totals.billed_total.quantize(Decimal("0.01")))]

@@ -1,14 +1,20 @@
 """One billing DAG shape for every provider: plan -> mapped load per (source, period) -> summary.
 
 DAG files call `build_billing_dag("aws")` and nothing else, so AWS, GCP, Azure and Lambda share
-retries, Params, mapping and the Asset outlet instead of copying them."""
+retries, Params, mapping and the Asset outlet instead of copying them.
+
+publish_summary announces `finops://focus_costs` (showback, anomalies) once every load is done
+and at least one succeeded: partitions that did load are announced even when another one is
+quarantined (a bad month that stays bad must not stall showback and alerts for the others);
+nothing is announced by a dry run or by a run that loaded nothing. check_loads fails the run
+when any load failed, so a partial load still reads as a failed run."""
 
 from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
 
-from airflow.sdk import Asset, Param, dag, get_current_context, task
+from airflow.sdk import Asset, Param, TriggerRule, dag, get_current_context, task
 
 FOCUS_COSTS = Asset("finops://focus_costs")
 
@@ -126,10 +132,20 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
                 raise AirflowFailException(
                     f"{item['source']} {item['billing_period']}: batch quarantined: {result.get('message')}"
                 )
+            invalid = [r for r in result.get("parts", [result]) if r.get("valid") is False]
+            if invalid:
+                # The dry run's answer to "would this load?" is no: say so as the real run would.
+                raise AirflowFailException(
+                    f"{item['source']} {item['billing_period']}: dry run: the batch would be quarantined: "
+                    + "; ".join(str(f) for r in invalid for f in r.get("failures") or [])[:2000]
+                )
             return result
 
-        @task(task_id="publish_summary", outlets=[FOCUS_COSTS])
+        @task(task_id="publish_summary", outlets=[FOCUS_COSTS], trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS)
         def publish_summary(results: list[dict]) -> dict:
+            from airflow.sdk.exceptions import AirflowSkipException
+
+            results = [r for r in results if r]  # a failed load pushed no result
             loaded = [r for r in results if r.get("status") in ("loaded", "unchanged")]
             summary = {
                 "provider": provider,
@@ -139,10 +155,24 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
                 "by_partition": {f"{r['source']}/{r['billing_period']}": r.get("status") for r in results},
             }
             print(f"billing {provider}: {summary}")
-            if loaded and not get_current_context()["params"].get("dry_run"):
-                _refresh_ui_rollups()
+            # A skipped task emits no asset event: downstream DAGs only hear of written data.
+            if get_current_context()["params"].get("dry_run"):
+                raise AirflowSkipException("dry run: nothing written, finops://focus_costs not announced")
+            if not loaded:
+                raise AirflowSkipException("no partition loaded: finops://focus_costs not announced")
+            _refresh_ui_rollups()
             return summary
 
-        publish_summary(load_partition_task.expand(item=plan_loads_task()))
+        @task(task_id="check_loads", trigger_rule=TriggerRule.ONE_FAILED)
+        def check_loads() -> None:
+            """Runs only when a load failed (skipped otherwise): keeps the run failed although
+            publish_summary, the other leaf, announced the partitions that did load."""
+            from airflow.sdk.exceptions import AirflowFailException
+
+            raise AirflowFailException("one or more partitions failed to load; see the load_partition tasks")
+
+        loads = load_partition_task.expand(item=plan_loads_task())
+        publish_summary(loads)
+        loads >> check_loads()
 
     return billing()
