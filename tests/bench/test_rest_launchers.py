@@ -100,6 +100,24 @@ def test_reaper_terminates_only_expired_lambda_instances(bench_lambda_api, duckd
         ("ok", False), ("dry_run", True)]
 
 
+def test_reaper_counts_an_instance_once_when_two_launchers_list_it(bench_lambda_api, duckdb_wh):
+    """The reaper builds one launcher per configured (cloud, connection, region ...); Lambda lists
+    every region's instances (as GCP lists a whole project, Azure a resource group), so an expired
+    instance came back from each: reaped twice, audited twice, counted twice against the cap."""
+    settings, west = _lambda(bench_lambda_api, [])
+    east_target = settings.targets[0].model_copy(update={"region": "us-east-1"})
+    east = LambdaLauncher(west.api, east_target, max_running=10)
+    west.max_running = 10
+    _, old = _spec(settings, run="old", now=NOW - timedelta(hours=3))
+    _, fresh = _spec(settings, run="fresh", now=datetime.now(UTC))
+    [old_id] = west.launch(old)
+    west.launch(fresh)
+    rep = lifecycle.reap([west, east], dry_run=False, wh=duckdb_wh, run_id="r", cap=1)
+    assert rep["expired"] == rep["terminated"] == [f"lambda:us-west-1:{old_id}"]
+    assert rep["kept"] == 1 and rep["capped"] == [] and not rep["errors"]
+    assert duckdb_wh.query("SELECT resource_id, result FROM policy_actions WHERE action = 'reap'") == [(old_id, "ok")]
+
+
 # -- GCP ---------------------------------------------------------------------------------------
 
 GCP_TARGET = {"provider": "gcp", "region": "us-central1", "zone": "us-central1-a", "project": "bench-proj",

@@ -283,12 +283,17 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
     now = now or datetime.now(UTC)
     report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
                               "capped": []}
+    seen: set[tuple[str, str]] = set()
     for ln in launchers:
         try:
             found: list[Instance] = ln.find()
         except Exception as e:  # noqa: BLE001 - one cloud failing must not spare the others
             report["errors"].append(f"{ln.provider}: list: {e}")
             continue
+        # launchers overlap (Lambda lists every region, GCP a whole project, Azure a resource
+        # group): decide each instance once, or it is reaped, audited and capped twice
+        found = [i for i in found if (i.provider, i.instance_id) not in seen]
+        seen.update((i.provider, i.instance_id) for i in found)
         expired = [i for i in found if i.expired(now)]
         report["kept"] += len(found) - len(expired)
         for i in expired:
