@@ -5,7 +5,21 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+
+def _project_root() -> Path:
+    """The folder holding include/ (config, policies, allocation rules, bench bootstrap) and
+    dags/, against which their relative paths resolve. From a source checkout (editable install,
+    plugins/ on sys.path) it is the checkout. An installed wheel (the Docker image) sits in
+    site-packages, and two levels up is .../lib/python3.11, not the project: there it is
+    AIRFLOW_HOME (default ~/airflow), where docker-compose.yaml mounts include/ and dags/."""
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "include").is_dir():
+        return checkout
+    home = Path(os.environ.get("AIRFLOW_HOME") or "~/airflow").expanduser().resolve()
+    return home if (home / "include").is_dir() else checkout
+
+
+REPO_ROOT = _project_root()
 
 
 def finops_home() -> Path:
