@@ -111,3 +111,17 @@ def test_join_benchmark_rows_with_prices():
     assert pp["spot"]["spot_saving"] == pytest.approx(0.625) and pp["ondemand"]["spot_saving"] is None
     offers = offers_for([m], prices, {("aws", "us-east-1", "p5.48xlarge"): 0.3})
     assert sorted((o.pricing_model, o.interruption_rate_per_h) for o in offers) == [("ondemand", 0.0), ("spot", 0.3)]
+
+
+def test_spot_saving_needs_one_currency():
+    """An on-demand price in EUR (prices.azure.currency: EUR) against a spot price in USD (the
+    config fallback) gave spot_saving = 1 - 10 USD / 30 EUR, a ratio of two currencies."""
+    [m] = measured_from_rows([{"provider": "azure", "region": "westeurope", "instance_type": "ND96", "gpu_count": 8,
+                               "metric": "matmul_tflops", "dtype": "bf16", "value": 300.0, "measured_at": "x"}])
+    prices = [Price("azure", "westeurope", "ND96", "ondemand", 30.0, "EUR"),
+              Price("azure", "westeurope", "ND96", "spot", 10.0, "USD")]
+    pp = {r["pricing_model"]: r for r in price_performance([m], prices)}
+    assert pp["spot"]["spot_saving"] is None and pp["spot"]["currency"] == "USD"
+    same = [prices[0], Price("azure", "westeurope", "ND96", "spot", 12.0, "EUR")]
+    pp = {r["pricing_model"]: r for r in price_performance([m], same)}
+    assert pp["spot"]["spot_saving"] == pytest.approx(0.6)

@@ -109,7 +109,9 @@ def price_performance(measured: Iterable[Measured], prices: Iterable[Price]) -> 
                                      for d, s in sorted(m.step_ms.items())},
                 "amp_saving": {d: amp_saving(m.step_ms["fp32"], s) for d, s in sorted(m.step_ms.items())
                                if d != "fp32" and "fp32" in m.step_ms},
-                "spot_saving": spot_saving(p.price_per_hour, od.price_per_hour) if model == "spot" and od else None,
+                # a saving is a ratio of two prices: only meaningful in one currency
+                "spot_saving": spot_saving(p.price_per_hour, od.price_per_hour)
+                if model == "spot" and od and od.currency == p.currency else None,
             }
             out.append(row)
     return out
