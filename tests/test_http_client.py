@@ -26,6 +26,7 @@ class Reply:
     body: Any = None  # dict / list -> JSON; str / bytes -> as is
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    truncate: bool = False  # announce the whole body, send half of it, close the connection
 
 
 @dataclass
@@ -55,7 +56,9 @@ class _Handler(BaseHTTPRequestHandler):
             for k, v in reply.headers.items():
                 self.send_header(k, v)
             self.end_headers()
-            self.wfile.write(data)
+            self.wfile.write(data[: len(data) // 2] if reply.truncate else data)
+            if reply.truncate:
+                self.close_connection = True
         except (BrokenPipeError, ConnectionResetError):  # the client timed out and left
             pass
 
@@ -217,6 +220,27 @@ def test_timeout_is_retried_then_reported(api):
     api.default = Reply(200, {"late": True}, delay_s=1.0)
     with pytest.raises(RetryableHttpError, match="Timeout"):
         _client(api, [], timeout_s=0.2, max_attempts=2).get("/x")
+
+
+def test_a_body_cut_off_midway_is_no_response(api):
+    """A connection dropped while the body streams in (requests raises ChunkedEncodingError from
+    inside session.request) is retried like any lost answer, and reported as our error type
+    without the query string. Before, the raw requests exception escaped, with no retry, past
+    every caller's `except HttpError`."""
+    body = {"items": list(range(200))}
+    api.script = [Reply(200, body, truncate=True), Reply(200, body)]
+    sleeps: list[float] = []
+    assert _client(api, sleeps).get("/x", params={"key": "secret"}) == body
+    assert sleeps == [0.5] and len(api.seen) == 2
+
+    api.default = Reply(200, body, truncate=True)
+    with pytest.raises(RetryableHttpError, match="no response after 2 attempt.*ChunkedEncodingError") as ei:
+        _client(api, [], max_attempts=2).get("/x", params={"key": "secret"})
+    assert ei.value.status == 0 and "secret" not in str(ei.value)
+    api.seen.clear()
+    with pytest.raises(HttpError, match="no response after 1 attempt"):  # may have acted: never resent
+        _client(api, []).post("/launch", json={"n": 1}, idempotent=False)
+    assert len(api.seen) == 1
 
 
 def test_non_idempotent_call_retries_429_only(api):

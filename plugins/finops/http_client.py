@@ -138,6 +138,12 @@ def _detail(resp: requests.Response) -> str:
     return str(err or body)[:300]
 
 
+# No (complete) answer: the connection failed, timed out, or the body was cut off mid-way
+# (requests reads it inside session.request). Status 0: retried when idempotent only.
+_NO_RESPONSE = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                requests.exceptions.ContentDecodingError)
+
+
 def _retryable(status: int) -> bool:
     return status == 0 or status == 429 or status >= 500
 
@@ -234,8 +240,11 @@ class HttpClient:
             resp = self.session.request(method, url, params=params, json=json,
                                         headers={**(headers or {}), **self._auth()},
                                         timeout=self.settings.timeout_s)
-        except (requests.ConnectionError, requests.Timeout) as e:
+        except _NO_RESPONSE as e:
             raise self._fail(method, url, 0, attempt, f"{type(e).__name__}: {_scrub(str(e))}") from None
+        except requests.RequestException as e:  # invalid URL, redirect loop: a retry cannot help
+            raise self.error(f"{method} {safe_url(url)}: {type(e).__name__}: {_scrub(str(e))}",
+                             url=safe_url(url)) from None
         status = resp.status_code
         if status >= 400:
             ra = parse_retry_after(resp.headers.get("Retry-After")) if _retryable(status) else None
