@@ -46,6 +46,37 @@ def test_bad_config_names_key_and_reason(data, fragment):
     assert fragment in str(e.value), str(e.value)
 
 
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        ({"warehouse": {"conn_id": "postgresql://finops:hunter2@db.internal/finops"}}, "warehouse.conn_id: must be"),
+        ({"sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "conn_id": "aws://AKIAX:hunter2@"}]}},
+         "sources.aws[0].conn_id: must be"),
+        ({"prices": {"lambda": {"conn_id": "https://hunter2@cloud.lambda.ai"}}}, "prices.lambda.conn_id: must be"),
+        ({"alerts": {"routes": [{"team": "ml", "slack_channel": "https://hooks.slack.com/services/T0/B0/hunter2"}]}},
+         "alerts.routes[0].slack_channel: secrets are not allowed"),
+        ({"prices": {"azure": {"base_url": "https://svc:hunter2@prices.example.com/api"}}},
+         "prices.azure.base_url: secrets are not allowed"),
+    ],
+)
+def test_secret_values_under_innocent_keys_are_refused_without_echoing_them(data, fragment):
+    """Before, only secret-looking keys were refused: a connection URI given as conn_id or a
+    Slack webhook URL as slack_channel was accepted, and the conn_id then went into the task log
+    verbatim ("The conn_id `postgresql://finops:hunter2@...` isn't defined")."""
+    with pytest.raises(ConfigError) as e:
+        parse_config(data, origin="finops.yaml")
+    assert fragment in str(e.value), str(e.value)
+    assert "hunter2" not in str(e.value)
+
+
+def test_conn_ids_in_airflow_spelling_are_accepted():
+    cfg = parse_config({"warehouse": {"conn_id": "finops_warehouse"},
+                        "sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "conn_id": "aws.prod-payer"}]},
+                        "alerts": {"routes": [{"slack_conn_id": "slack_ml", "slack_channel": "#ml-costs"}]},
+                        "prices": {"azure": {"base_url": "https://prices.azure.com/api/retail/prices"}}})
+    assert cfg.warehouse.conn_id == "finops_warehouse" and cfg.sources.aws[0].conn_id == "aws.prod-payer"
+
+
 def test_duplicate_source_names_rejected():
     with pytest.raises(ConfigError, match="used twice"):
         parse_config({"sources": {

@@ -141,17 +141,35 @@ class FinOpsConfig(_Model):
         raise ConfigError(f"sources: no source named {name!r}; configured: {known}")
 
 
+_SECRET = "secrets are not allowed in the config file; put them in an Airflow connection and reference it with conn_id"
+# Airflow's own conn_id alphabet (models.connection.RE_SANITIZE_CONN_ID), minus anything URI-like.
+_CONN_ID = re.compile(r"^[\w#!().:/\\-]{1,250}$")
+# A secret under an innocent key: credentials in a URL (scheme://user:password@host) or a Slack
+# webhook URL (the URL is the credential).
+_SECRET_VALUES = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s@]*:[^/\s@]*@|hooks\.slack(-gov)?\.com/", re.I)
+
+
 def _find_secrets(node: Any, path: str = "") -> list[str]:
+    """`path: reason` for every secret-looking key or value. Values are never echoed: the
+    error is logged, and the point is to keep the secret out of logs."""
     found: list[str] = []
     if isinstance(node, dict):
         for k, v in node.items():
             p = f"{path}.{k}" if path else str(k)
-            if isinstance(k, str) and _SECRET_KEYS.search(k) and not k.endswith("conn_id"):
-                found.append(p)
+            if isinstance(k, str) and k.endswith("conn_id"):
+                if v is not None and (not isinstance(v, str) or not _CONN_ID.match(v) or "://" in v):
+                    found.append(f"{p}: must be the id of an Airflow connection (letters, digits, _ - . : /), "
+                                 "not a URI or credentials; define the connection as AIRFLOW_CONN_<ID>, "
+                                 "in the metadata DB or in a secrets backend")
+                continue
+            if isinstance(k, str) and _SECRET_KEYS.search(k):
+                found.append(f"{p}: {_SECRET}")
             found += _find_secrets(v, p)
     elif isinstance(node, list):
         for i, v in enumerate(node):
             found += _find_secrets(v, f"{path}[{i}]")
+    elif isinstance(node, str) and _SECRET_VALUES.search(node):
+        found.append(f"{path or '(root)'}: {_SECRET}")
     return found
 
 
@@ -169,10 +187,7 @@ def parse_config(data: Any, origin: str = "finops.yaml") -> FinOpsConfig:
         raise ConfigError(f"{origin}: (root): expected a mapping of sections, got {type(data).__name__}")
     secrets = _find_secrets(data)
     if secrets:
-        raise ConfigError(
-            f"{origin}: {secrets[0]}: secrets are not allowed in the config file; "
-            "put them in an Airflow connection and reference it with conn_id"
-        )
+        raise ConfigError("\n".join(f"{origin}: {s}" for s in secrets))
     try:
         return FinOpsConfig.model_validate(data)
     except ValidationError as e:
