@@ -329,3 +329,40 @@ def test_cur2_csv_export_with_json_tags(tmp_path, finops_home):
     assert res.raw_billed_total == res.focus_billed_total == D("0.75")
     tags = sorted((r["tags"] for r in out), key=str)
     assert tags[0] is None and json.loads(tags[1]) == {"user_team": "a'b"}
+
+
+def test_legacy_csv_tag_keys_differing_only_in_case_stay_two_tags(tmp_path, finops_home):
+    """AWS tag keys are case-sensitive (user:Team and user:team are two tags); DuckDB folds
+    header names by case, which renamed one to `user:team_1`, or, across the files of one
+    delivery, merged both into one column."""
+    import json
+
+    head = LEGACY_HEADER.rstrip("\n")  # ... "resourceTags/user:team","resourceTags/user:Name"
+    row = ("a,111,2025-03-01T00:00:00Z,2025-04-01T00:00:00Z,222,Usage,2025-03-02T05:00:00Z,2025-03-02T06:00:00Z,"
+           "AmazonEC2,x,USD,{cost},,,us-east-1,{tags}")
+
+    def write(name, header, lines):
+        with gzip.open(tmp_path / name, "wt", newline="") as f:
+            f.write(header + "\n" + "".join(line + "\n" for line in lines))
+        return tmp_path / name
+
+    one = write("one.csv.gz", head + ',"resourceTags/user:Team"',
+                [row.format(cost="1", tags="web,,ml"), row.format(cost="2", tags="web,,")])
+    res, out = convert(CurLegacyConverter(), [one], provider="aws", period="2025-03", tmp=tmp_path / "a")
+    assert res.focus_billed_total == D(3)
+    assert sorted(json.dumps(json.loads(r["tags"]), sort_keys=True) for r in out) == [
+        '{"user_Team": "ml", "user_team": "web"}', '{"user_team": "web"}']
+
+    # across files: one file tags Team, the other team -> two keys, not one merged column
+    a = write("a.csv.gz", head.replace('"resourceTags/user:team"', '"resourceTags/user:Team"'),
+              [row.format(cost="1", tags="ml,")])
+    b = write("b.csv.gz", head, [row.format(cost="2", tags="web,")])
+    res, out = convert(CurLegacyConverter(), [a, b], provider="aws", period="2025-03", tmp=tmp_path / "b")
+    assert res.focus_billed_total == res.raw_billed_total == D(3)
+    assert sorted(r["tags"] for r in out) == ['{"user_Team":"ml"}', '{"user_team":"web"}']
+
+    # the same header twice in one file is a broken file, named as such
+    dup = write("dup.csv.gz", head + ',"resourceTags/user:Team","resourceTags/user:Team"',
+                [row.format(cost="1", tags="a,b,c,d")])
+    with pytest.raises(ConversionError, match="user:Team"):
+        convert(CurLegacyConverter(), [dup], provider="aws", period="2025-03", tmp=tmp_path / "c")

@@ -3,7 +3,10 @@ legacy CUR (csv.gz / parquet). Pure: only DuckDB SQL text, no I/O.
 
 One mapping serves both: legacy names (`lineItem/UnblendedCost`, `resourceTags/user:team`,
 or the legacy-parquet `resource_tags_user_team` columns) are first renamed to CUR 2.0 snake
-names (`line_item_unblended_cost`, a `resource_tags` MAP) by `normalize_sql`.
+names (`line_item_unblended_cost`, a `resource_tags` MAP) by `normalize_sql`. The one piece of
+I/O: a legacy csv delivery's header lines are read as written (`csv_headers`), because DuckDB
+folds header names that differ only in case, and AWS tag keys do not (`user:Team` and
+`user:team` are two tags).
 
 Money rules (DESIGN.md §5): BilledCost = line_item_unblended_cost on every row (the
 invoice); EffectiveCost is amortised (SP covered usage -> SP effective cost, negation and
@@ -23,7 +26,11 @@ transfer get their own ServiceName). See docs/focus-validator.md.
 
 from __future__ import annotations
 
+import csv
+import gzip
+import hashlib
 import re
+from collections import Counter
 from collections.abc import Mapping
 
 from finops.focus.units import unit_sql
@@ -435,8 +442,7 @@ class Cur2Converter:
     required_raw_columns = REQUIRED
 
     def reader_sql(self, files: list[str]) -> str:
-        csv = [f for f in files if ".csv" in f.lower()]
-        if csv:  # Data Exports can also deliver gzip csv; same names, all text
+        if any(".csv" in f.lower() for f in files):  # Data Exports can also deliver gzip csv; same names, all text
             return CurLegacyConverter().reader_sql(files)
         return _read_parquet(files)
 
@@ -487,39 +493,82 @@ def _typed_select(
     return f"SELECT {', '.join(out)} FROM {raw}"
 
 
+# A header that another header of the delivery equals but for case gets this suffix + a hash of
+# its exact spelling, so DuckDB (case-insensitive names) keeps the two apart; never part of an
+# AWS tag key, whose characters are letters, digits, spaces and _ . : / = + - @.
+_CASE_TAG = re.compile(r"~[0-9a-f]{8}$")
+
+
+def csv_headers(path: str) -> list[str]:
+    """A csv(.gz) file's header line, exactly as written."""
+    opener = gzip.open if path.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8-sig", newline="") as f:
+        return next(csv.reader(f), [])
+
+
+def _case_safe(headers: list[list[str]]) -> list[list[str]]:
+    spellings: dict[str, set[str]] = {}
+    for names in headers:
+        dup = sorted(n for n, k in Counter(names).items() if k > 1)
+        if dup:
+            raise ValueError(f"a csv file names column(s) {dup[:5]} twice")
+        for n in names:
+            spellings.setdefault(n.lower(), set()).add(n)
+
+    def safe(n: str) -> str:
+        return n if len(spellings[n.lower()]) == 1 else f"{n}~{hashlib.sha256(n.encode()).hexdigest()[:8]}"
+
+    return [[safe(n) for n in names] for names in headers]
+
+
 class CurLegacyConverter:
     """Legacy CUR: csv(.gz) with `category/Name` headers, or parquet with snake names and
     `resource_tags_*` columns. Renamed to CUR 2.0 names, then the one mapping applies."""
 
     name = "cur_legacy"
     required_raw_columns = REQUIRED
+    _CSV_OPTIONS = (
+        "all_varchar = true, delim = ',', quote = '\"', escape = '\"', auto_detect = false, strict_mode = true, "
+        "max_line_size = 10000000"
+    )
 
     def reader_sql(self, files: list[str]) -> str:
-        csv = [f for f in files if ".csv" in f.lower()]
-        if csv and len(csv) != len(files):
+        csv_files = [f for f in files if ".csv" in f.lower()]
+        if csv_files and len(csv_files) != len(files):
             raise ValueError("a legacy CUR delivery mixes csv and parquet files")
-        if not csv:
+        if not csv_files:
             return _read_parquet(files)
-        lst = ", ".join(sql_literal(f) for f in files)
-        return (
-            f"SELECT * FROM read_csv([{lst}], header = true, all_varchar = true, delim = ',', quote = '\"', "
-            "escape = '\"', union_by_name = true, auto_detect = false, strict_mode = true, max_line_size = 10000000)"
-        )
+        try:
+            headers = [csv_headers(f) for f in files]
+        except (OSError, EOFError, UnicodeDecodeError, csv.Error):
+            headers = []  # unreadable: DuckDB's own read below names the problem
+        safe = _case_safe(headers)
+        if safe == headers:  # no two headers differ only in case: one multi-file read
+            lst = ", ".join(sql_literal(f) for f in files)
+            return f"SELECT * FROM read_csv([{lst}], header = true, union_by_name = true, {self._CSV_OPTIONS})"
+        # case-distinct headers: each file read with its own names, skipping its header line
+        parts = []
+        for f, names in zip(files, safe, strict=True):
+            cols = "{" + ", ".join(f"{sql_literal(n)}: 'VARCHAR'" for n in names) + "}"
+            parts.append(f"SELECT * FROM read_csv({sql_literal(f)}, header = false, skip = 1, columns = {cols}, "
+                         f"{self._CSV_OPTIONS})")
+        return "\nUNION ALL BY NAME\n".join(parts)
 
     def normalize_sql(self, raw: str, columns: Mapping[str, str]) -> str:
         renames: dict[str, str] = {}
         tags: dict[str, str] = {}
-        for name in columns:
+        for col in columns:
+            name = _CASE_TAG.sub("", col)  # the header as written (see _case_safe)
             if name.lower().startswith("resourcetags/"):
-                tags[name] = name.split("/", 1)[1].replace(":", "_")
+                tags[col] = name.split("/", 1)[1].replace(":", "_")
             elif name.startswith("resource_tags_"):
-                tags[name] = name[len("resource_tags_"):]
+                tags[col] = name[len("resource_tags_"):]
             elif name == "resource_tags":
-                renames[name] = name
+                renames[col] = name
             elif "/" in name:
-                renames[name] = legacy_to_snake(name)
+                renames[col] = legacy_to_snake(name)
             else:
-                renames[name] = name
+                renames[col] = name
         # legacy `product/region` is CUR 2.0 `product_region_code` when the latter is absent
         if "product_region_code" not in renames.values():
             for orig, new in list(renames.items()):
