@@ -1,6 +1,8 @@
 """Hourly safety net: terminate every tagged GPU benchmark instance past its expiry, on every
 cloud that has a configured benchmark target. Dry-run by default for manual runs; scheduled
-runs follow benchmarks.dry_run. Wiring only: finops.bench.lifecycle.reap does the work."""
+runs follow benchmarks.dry_run, except that they always end an expired instance the audit log
+shows this package launched for real (a manual live benchmark run while the config says dry).
+Wiring only: finops.bench.lifecycle.reap does the work."""
 
 from __future__ import annotations
 
@@ -48,8 +50,9 @@ def finops_bench_reaper():
                 seen[key] = for_target(t, settings.max_running)
         wh = connect()
         try:
+            # scheduled: the safety net also ends what a manual live benchmark run left behind
             report = lifecycle.reap(list(seen.values()), dry_run=dry_run, wh=wh, run_id=ctx["run_id"],
-                                    cap=int(ctx["params"]["max_terminations"]))
+                                    cap=int(ctx["params"]["max_terminations"]), clean_live_launches=scheduled)
         finally:
             wh.close()
         if report["errors"]:

@@ -256,3 +256,26 @@ def test_azure_create_find_delete(azure_api):
     assert sorted(i.bench_run_id for i in ln.find()) == sorted([spec.bench_run_id, other.bench_run_id])  # 3 pages
     rep = lifecycle.terminate(prepared, ln, dry_run=False, wh=None, poll_s=0.01, sleep=lambda s: None)
     assert rep.terminated == [name] and "someone-elses" in azure_api["vms"]
+
+
+def test_scheduled_dry_reaper_still_ends_what_a_live_run_launched(bench_lambda_api, duckdb_wh):
+    """benchmarks.dry_run keeps the scheduled reaper dry, but a manual benchmark run launched for
+    real: its expired Lambda instance (powered off, still billed) must not be left running. A
+    dry run asked for by hand still ends nothing; an instance we did not launch live is only reported."""
+    settings, ln = _lambda(bench_lambda_api, [])
+    ln.max_running = 10
+    live_prepared, _ = _spec(settings, run="manual__live", now=NOW - timedelta(hours=3))
+    out = lifecycle.launch(live_prepared, settings, ln, dry_run=False, wh=duckdb_wh,
+                           presign=lambda uri, seconds: f"https://results.example/put?expires={seconds}")
+    [live_id] = out["instance_ids"]
+    _, other = _spec(settings, run="manual__other", now=NOW - timedelta(hours=3))
+    [other_id] = ln.launch(other)  # tagged and expired, but no live launch in the audit log
+
+    by_hand = lifecycle.reap([ln], dry_run=True, wh=duckdb_wh, run_id="manual")
+    assert by_hand["terminated"] == [] and sorted(bench_lambda_api.alive()) == sorted([live_id, other_id])
+    safety_net = lifecycle.reap([ln], dry_run=True, wh=duckdb_wh, run_id="scheduled", clean_live_launches=True)
+    assert safety_net["terminated"] == [f"lambda:us-west-1:{live_id}"]
+    assert bench_lambda_api.alive() == [other_id]
+    assert duckdb_wh.query("SELECT resource_id, result, dry_run FROM policy_actions WHERE action = 'reap' "
+                           "AND run_id = 'scheduled' ORDER BY result") == [(other_id, "dry_run", True),
+                                                                           (live_id, "ok", False)]

@@ -277,12 +277,19 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
 
 
 def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_id: str,
-         now: datetime | None = None, cap: int = 50) -> dict[str, Any]:
+         now: datetime | None = None, cap: int = 50, clean_live_launches: bool = False) -> dict[str, Any]:
     """Terminate every tagged benchmark instance past its expiry, on every cloud given.
-    Instances without an expiry tag are left alone (not ours to judge) and reported."""
+    Instances without an expiry tag are left alone (not ours to judge) and reported.
+
+    With `clean_live_launches` (the scheduled safety net), a dry run still terminates an expired
+    instance whose bench run `policy_actions` shows was launched for real (a manual live run
+    while benchmarks.dry_run keeps the scheduled reaper dry): this package started it, so ending
+    it is the cleanup it promised, not a surprise; Azure (stopped, still allocated) and Lambda
+    (powered off, still billed) do not end themselves. A dry run asked for by hand ends nothing."""
     now = now or datetime.now(UTC)
     report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
                               "capped": []}
+    live_runs = _live_launches(wh) if dry_run and clean_live_launches else set()
     seen: set[tuple[str, str]] = set()
     for ln in launchers:
         try:
@@ -303,7 +310,9 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
                 report["capped"].append(key)
                 continue
             reason = f"bench run {i.bench_run_id} expired at {iso(i.expires_at)}" if i.expires_at else "expired"
-            if dry_run:
+            if dry_run and i.bench_run_id in live_runs:
+                reason += "; launched live by this package, so reaped even in a dry run"
+            elif dry_run:
                 audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
                              action="reap", result="dry_run", dry_run=True, reason=reason, kind="benchmark_reaper")
                 continue
@@ -324,6 +333,16 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
                         facts={"errors": len(report["errors"]), "capped": len(report["capped"])},
                         dedup_key="bench:reaper"))
     return report
+
+
+def _live_launches(wh: Warehouse | None) -> set[str]:
+    """Bench run ids with a live (not dry-run) launch in the audit log, whatever its result: a
+    failed launch may have left an instance its own cleanup could not end."""
+    if wh is None:
+        return set()
+    rows = wh.query("SELECT DISTINCT resource_id FROM policy_actions WHERE policy = ? AND action = 'launch' "
+                    "AND dry_run = ?", [audit.POLICY, False])
+    return {r[0] for r in rows}
 
 
 __all__ = ["CollectError", "LaunchError", "Target", "collect", "launch", "plan", "prepare", "reap", "terminate"]
