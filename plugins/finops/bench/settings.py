@@ -7,7 +7,7 @@ benchmarks:
   results_bucket: finops-bench-results
   results_prefix: gpu-benchmarks
   max_instances: 4                    # cap: targets launched per DAG run
-  max_running: 8                      # cap: tagged benchmark instances alive at once, per cloud
+  max_running: 8                      # cap: tagged benchmark instances alive at once, per cloud (AWS: per region)
   ttl_minutes: 45                     # hard TTL: the instance powers itself off (and terminates)
   wait_timeout_minutes: 50            # the deferrable wait gives up after this
   quick: false
