@@ -16,7 +16,7 @@ from finops.policies.decide import (
     in_off_hours,
     parse_mark,
 )
-from finops.policies.model import OffHours, Policy, normalise_key
+from finops.policies.model import OffHours, Policy, normalise_key, spellings
 
 NOW = datetime(2026, 11, 18, 23, 0, tzinfo=UTC)  # a Wednesday
 
@@ -136,6 +136,10 @@ def test_off_hours_with_time_zone():
 def test_tag_normalisation_and_rules():
     assert normalise_key("user:Team") == normalise_key(" team ") == normalise_key("TEAM") == "team"
     assert normalise_key("cost-center") == normalise_key("Cost Center") == normalise_key("cost.center")
+    # what an unmark removes: every spelling of the mark, or the key itself when none is there
+    tags = {"FinOps_Idle_Marked": "a", "finops-idle-marked": "b", "finops-idle": "c", "team": "ml"}
+    assert spellings(tags, "finops-idle-marked") == ["FinOps_Idle_Marked", "finops-idle-marked"]
+    assert spellings({"team": "ml"}, "finops-idle-marked") == ["finops-idle-marked"]
     p = Policy.model_validate({"name": "t", "kind": "tags", "required_tags": [
         {"key": "team", "allowed": ["ml", "data"]}, {"key": "env", "pattern": "prod|dev"},
         {"key": "owner", "aliases": ["created_by", "contact"]}]})

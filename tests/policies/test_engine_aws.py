@@ -250,3 +250,17 @@ def test_undelivered_owner_notice_lifts_the_mark_and_is_audited(aws_conn, pol_bo
     assert result.startswith("error: NoticeFailed: marked, but the owner notice was not delivered") and "HTTP 500" in result
     assert result.endswith("mark lifted: unmarked")
     assert audit[nobody][1] == "notify" and audit[nobody][2].startswith("error: NoticeFailed: violation notice not delivered")
+
+
+def test_unmark_removes_every_spelling_of_the_mark(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy,
+                                                    duckdb_wh, pol_alerts):
+    """The mark is read by its normalised key, so a hand-written `FinOps_Idle_Marked` counts as
+    the mark; unmarking deleted only `finops-idle-marked`, so the old mark outlived the busy
+    spell and the next idle hour would have stopped the instance with no new grace period."""
+    old = format_mark(datetime.now(UTC) - timedelta(hours=30))
+    iid = pol_launch("busy-again", {**OWNER, "FinOps_Idle_Marked": old})
+    pol_put_gpu(pol_boto["cw"], iid, lambda i: 70 if i < 6 else 1, 8.5)  # busy in the last 30 min
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-unmark")
+    assert _audit(duckdb_wh, "r-unmark")[iid][:3] == ("busy", "unmark", "unmarked")
+    tags = pol_instances()[iid]["tags"]
+    assert "FinOps_Idle_Marked" not in tags and tags["owner"] == OWNER["owner"]

@@ -12,6 +12,7 @@ unless the scope is Lambda Cloud only and `allow_terminate: true`; every policy 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import time
 from pathlib import Path
 from typing import Any, Literal
@@ -37,6 +38,14 @@ def normalise_key(key: str) -> str:
     if k.startswith("user:"):
         k = k[5:]
     return re.sub(r"[\s.:\-]+", "_", k)
+
+
+def spellings(tags: Mapping[str, str], key: str) -> list[str]:
+    """The keys in `tags` that are `key` under normalise_key (`Finops-Idle-Marked`,
+    `finops_idle_marked` ...), or [key]. A mark is read by its normalised key, so removing it
+    must remove every spelling, or a hand-written one would outlive its grace period."""
+    want = normalise_key(key)
+    return [k for k in tags if normalise_key(k) == want] or [key]
 
 
 class _Model(BaseModel):

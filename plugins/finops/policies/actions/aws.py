@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from finops.policies.decide import Resource
 from finops.policies.inventory.aws import _client
+from finops.policies.model import spellings
 
 
 class DryRunIgnored(RuntimeError):
@@ -51,7 +52,9 @@ class AwsActions:
         return self._run(self.ec2.create_tags, dry_run, "marked", Resources=[resource.resource_id], Tags=[{"Key": key, "Value": value}])
 
     def unmark(self, resource: Resource, key: str, dry_run: bool) -> str:
-        return self._run(self.ec2.delete_tags, dry_run, "unmarked", Resources=[resource.resource_id], Tags=[{"Key": key}])
+        keys = spellings(resource.tags, key)
+        return self._run(self.ec2.delete_tags, dry_run, "unmarked", Resources=[resource.resource_id],
+                         Tags=[{"Key": k} for k in keys])
 
     def stop(self, resource: Resource, dry_run: bool) -> str:
         refused = self._probe(self.ec2.stop_instances, InstanceIds=[resource.resource_id])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from finops.policies.decide import Resource
 from finops.policies.inventory.azure import COMPUTE_API, AzureInventory
+from finops.policies.model import spellings
 
 TAGS_API = "2021-04-01"
 
@@ -33,8 +34,7 @@ class AzureActions:
     def unmark(self, resource: Resource, key: str, dry_run: bool) -> str:
         if dry_run:
             return "dry_run: would unmark"
-        current = next((v for k, v in resource.tags.items() if k == key), "")
-        self._tags(resource, "Delete", {key: current})
+        self._tags(resource, "Delete", {k: resource.tags.get(k, "") for k in spellings(resource.tags, key)})
         return "unmarked"
 
     def stop(self, resource: Resource, dry_run: bool) -> str:

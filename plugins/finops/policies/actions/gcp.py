@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from finops.policies.decide import Resource
 from finops.policies.inventory.gcp import GcpInventory
+from finops.policies.model import spellings
 
 
 class GcpActions:
@@ -38,7 +39,8 @@ class GcpActions:
         if dry_run:
             return "dry_run: would unmark"
         labels = dict(self.inv.raw(resource.resource_id).get("labels", {}) or {})
-        labels.pop(key, None)
+        for k in spellings(labels, key):
+            labels.pop(k, None)
         self._set_labels(resource, labels)
         return "unmarked"
 
