@@ -20,6 +20,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/uv pip install --python $(BIN)/python -q --no-deps -e .
 	@# torch: the CPU wheel (pip's find-links has it on these machines); never a plain `torch`.
 	$(BIN)/python -m pip install -q "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
+	@$(BIN)/python -c "import torch" 2>/dev/null || { echo "error: torch==2.13.0 did not install: this setup takes the CPU wheel from pip's local find-links; without one, pip would fetch a multi-GB CUDA build from PyPI (pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu needs the internet)"; exit 1; }
 	@touch $(STAMP)
 
 lock:

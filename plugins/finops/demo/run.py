@@ -258,10 +258,13 @@ def run_dag(dag_id: str, conf: dict, log_file: Path) -> str:
     return f"failed (exit {proc.returncode}; see {log_file})"
 
 
-def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None = None) -> str:
+def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None = None) -> tuple[str, list[str]]:
+    """The printed cost summary, and the (period, provider) totals that do not match the
+    generators' expected totals to the cent or are missing: the demo fails on any."""
     from finops.warehouse import connect
 
     expected = expected or {}
+    problems: list[str] = []
     wh = connect()
     try:
         lines = ["", "Cost summary (BilledCost / EffectiveCost, from the FOCUS warehouse)"]
@@ -276,11 +279,14 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
             got[(p, prov)] = Decimal(b)
             exp = expected.get(prov, {}).get(p)
             mark = "" if exp is None else f" {exp:>14,.2f} {_check(Decimal(b), exp)}"
+            if exp is not None and _check(Decimal(b), exp) != "ok":
+                problems.append(f"{p} {prov}: billed {b} != expected {exp}")
             lines.append(f"  {p:8} {prov:8} {cur:4} {n:>9,} {b:>14,.2f} {e:>14,.2f}{mark}")
         for prov, per in expected.items():  # expected but nothing loaded
             for p, exp in per.items():
                 if (p, prov) not in got:
                     lines.append(f"  {p:8} {prov:8} {'':4} {0:>9,} {'-':>14} {'-':>14} {exp:>14,.2f} MISSING")
+                    problems.append(f"{p} {prov}: nothing loaded (expected {exp})")
         lines.append("")
         lines.append("  Cost by provider, all periods (billed vs the generators' expected totals):")
         for prov, cur, n, b, e in wh.query(
@@ -314,7 +320,7 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
         lines.append("  Latest loads (load_log): source period status rows focus_total raw_total")
         for s, p, st, n, ft, rt in loads:
             lines.append(f"    {s:12} {p} {st:11} {n or 0:>8,} {ft or 0:>14,.2f} {rt or 0:>14,.2f}")
-        return "\n".join(lines)
+        return "\n".join(lines), problems
     finally:
         wh.close()
 
@@ -393,7 +399,8 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
             print(f"  running {dag_id} through Airflow (dag.test, SQLite metadata)...", flush=True)
             states[dag_id] = run_dag(dag_id, {"billing_period": ",".join(periods)}, log_file)
             print(f"  {dag_id}: {states[dag_id]}", flush=True)
-    print(summary(periods, expected))
+    text, problems = summary(periods, expected)
+    print(text)
     print(f"""
 Where to look:
   warehouse (DuckDB):   {home / 'warehouse.duckdb'}   query it: .venv/bin/python -c "import duckdb; print(duckdb.connect('{home / 'warehouse.duckdb'}', read_only=True).sql('FROM focus_costs LIMIT 5'))"
@@ -401,4 +408,6 @@ Where to look:
   quarantine:           {home / 'quarantine'}
   FOCUS export:         .venv/bin/finops export focus --period {periods[-1]} --out {home / 'focus.parquet'}
 """)
-    return 0 if states and all(st == "success" for st in states.values()) else 1
+    for problem in problems:
+        print(f"demo FAILED: {problem}", flush=True)
+    return 0 if states and all(st == "success" for st in states.values()) and not problems else 1
