@@ -7,10 +7,9 @@ import json
 from tests.anomaly.test_store import _seed
 
 
-def test_task_reads_config_routes_and_alerts_once(duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch,
-                                                  tmp_path):
-    from finops.allocation.tasks import run_anomalies_task
-
+def _setup(duckdb_wh, alert_slack, monkeypatch, tmp_path) -> None:
+    """A finops.yaml routing every alert to the Slack test endpoint, one seeded anomaly, the
+    warehouse closed (the task opens it itself)."""
     cfg = tmp_path / "finops.yaml"
     cfg.write_text(
         "alerts:\n"
@@ -24,6 +23,13 @@ def test_task_reads_config_routes_and_alerts_once(duckdb_wh, finops_home, alert_
     _seed(duckdb_wh)
     duckdb_wh.close()
     alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
+
+
+def test_task_reads_config_routes_and_alerts_once(duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch,
+                                                  tmp_path):
+    from finops.allocation.tasks import run_anomalies_task
+
+    _setup(duckdb_wh, alert_slack, monkeypatch, tmp_path)
     first = run_anomalies_task()
     assert len(first["new"]) == 1 and first["alerted"] == first["new"]
     second = run_anomalies_task()
@@ -43,19 +49,7 @@ def test_send_alerts_off_delivers_nothing_and_keeps_anomalies_pending(duckdb_wh,
     from finops.allocation.tasks import run_anomalies_task
 
     monkeypatch.setattr(routing, "_REGISTERED", {})  # nothing registered yet, as in a new task process
-    cfg = tmp_path / "finops.yaml"
-    cfg.write_text(
-        "alerts:\n"
-        "  routes:\n"
-        f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
-        "anomaly:\n"
-        "  lookback_days: 90\n"
-        "  monitors: [{type: service, abs_floor: 100, pct: 0.5}]\n"
-    )
-    monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
-    _seed(duckdb_wh)
-    duckdb_wh.close()
-    alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
+    _setup(duckdb_wh, alert_slack, monkeypatch, tmp_path)
     quiet = run_anomalies_task(send_alerts=False)
     assert len(quiet["new"]) == 1 and quiet["alerted"] == []
     assert alert_slack.payloads() == []
