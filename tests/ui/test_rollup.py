@@ -54,3 +54,61 @@ def test_rollups_from_staging_equal_rollups_from_the_warehouse(any_wh, tmp_path)
     assert {"ml", "'; drop table x;--", "données 🚀", "=cmd|' /C calc'!A0", None} <= teams
     assert sum(r[7] for r in from_files[0]) == sum(Decimal(f"{i}.0123456789") for i in range(60))
     assert stale_partitions(any_wh) == []
+
+
+def _wait_for(dsn: str, app: str, n: int) -> None:
+    """Until `n` sessions named `app` wait on a lock."""
+    import time
+
+    import psycopg
+
+    deadline = time.monotonic() + 20
+    with psycopg.connect(dsn, autocommit=True) as c:
+        while c.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+                        "AND wait_event_type = 'Lock'", [app]).fetchone()[0] < n:
+            assert time.monotonic() < deadline, f"never saw {n} blocked sessions"
+            time.sleep(0.05)
+
+
+def test_two_refreshes_of_a_partition_at_once_leave_one_rollup(pg_wh, pg_dsn, tmp_path):
+    """PostgreSQL: a billing DAG's refresh_stale and another's mapped load refresh one partition
+    at the same moment. Each must see the other's committed rows, never add its own beside them."""
+    import threading
+
+    import psycopg
+
+    from finops.warehouse.postgres_wh import PostgresWarehouse
+
+    staging = write_focus(tmp_path / "staging.parquet", _rows())
+    pg_wh.replace_partition("focus_costs", {"x_source": "aws-main", "x_billing_period": "2026-03"}, [staging])
+    refresh_partition(pg_wh, "aws-main", "2026-03", KEYS)
+    once = _snapshot(pg_wh)
+
+    # a third session holds ui_resource_monthly, so the first refresh stops part-way, holding its
+    # DELETE of ui_cost_daily, while the second one starts
+    gate = psycopg.connect(pg_dsn)
+    gate.execute(f'LOCK TABLE "{pg_wh.schema}".ui_resource_monthly IN EXCLUSIVE MODE')
+    errors: list[BaseException] = []
+    app = f"rollup-{pg_wh.schema}"
+
+    def refresh() -> None:
+        wh = PostgresWarehouse.from_dsn(pg_dsn, schema=pg_wh.schema, application_name=app)
+        try:
+            refresh_partition(wh, "aws-main", "2026-03", KEYS)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+        finally:
+            wh.close()
+
+    threads = [threading.Thread(target=refresh) for _ in range(2)]
+    threads[0].start()
+    _wait_for(pg_dsn, app, 1)
+    threads[1].start()
+    _wait_for(pg_dsn, app, 2)
+    gate.rollback()
+    gate.close()
+    for t in threads:
+        t.join(60)
+
+    assert errors == []
+    assert _snapshot(pg_wh) == once

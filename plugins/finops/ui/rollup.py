@@ -124,6 +124,11 @@ def refresh_partition(
     now = datetime.now(UTC).replace(tzinfo=None)
     wh.execute("BEGIN")
     try:
+        if wh.dialect == "postgres":
+            # two refreshes of one partition at once (a load's own, another DAG's refresh_stale)
+            # queue here: unlocked, the second DELETE misses the first's new rows and both insert
+            wh.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
+                       [f"finops.ui_rollup.{getattr(wh, 'schema', '')}.{source}\x1f{period}"])
         wh.execute("DELETE FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?", [source, period])
         if computed:
             wh.insert_arrow("ui_cost_daily", computed[0])
