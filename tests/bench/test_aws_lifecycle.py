@@ -317,3 +317,53 @@ def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aw
     assert [e.kind for e in bench_alerts] == ["benchmark_collect_failed"]
     lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
     assert _alive(client) == []
+
+
+def test_retry_after_a_cleaned_up_launch_gets_a_new_instance(bench_ec2, bench_settings, duckdb_wh, aws_conn,
+                                                             bench_alerts):
+    """EC2 answers a repeated ClientToken with the instance it first created, even once that is
+    terminated (moto does not: the handlers below give it EC2's token memory). The task's retry
+    after a failed attempt whose cleanup ended the instance got the dead instance back and then
+    waited 50 minutes for results that could never come."""
+    from botocore.awsrequest import AWSResponse
+
+    client, _ = bench_ec2
+    by_token: dict[str, list[str]] = {}
+    sent: list[str] = []
+
+    def note_token(params, **kw):
+        sent.append(params["ClientToken"])
+
+    def replay_token(**kw):  # EC2 idempotency: same token -> the same instances, whatever their state now
+        ids = by_token.get(sent[-1])
+        if not ids:
+            return None
+        res = client.describe_instances(InstanceIds=ids)
+        return AWSResponse("https://ec2.moto", 200, {}, None), {
+            "Instances": [i for r in res["Reservations"] for i in r["Instances"]]}
+
+    def remember(parsed, **kw):
+        by_token.setdefault(sent[-1], [i["InstanceId"] for i in parsed.get("Instances", [])])
+
+    def lost_reply(**kw):
+        raise botocore.exceptions.ReadTimeoutError(endpoint_url="moto")
+
+    ev = client.meta.events
+    ev.register("before-parameter-build.ec2.RunInstances", note_token)
+    ev.register("before-call.ec2.RunInstances", replay_token)
+    ev.register("after-call.ec2.RunInstances", remember)
+    ev.register("after-call.ec2.RunInstances", lost_reply)
+    launcher = _launcher(bench_ec2, bench_settings)
+    prepared = _prepared(bench_settings)
+    with pytest.raises(LaunchError):
+        lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                         presign=make_presign(aws_conn))
+    ev.unregister("after-call.ec2.RunInstances", lost_reply)
+    [first] = by_token[sent[0]]
+    assert _alive(client) == []  # the first attempt's cleanup ended it
+
+    retry = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
+                             presign=make_presign(aws_conn))
+    [new] = retry["instance_ids"]
+    assert new != first and _alive(client) == [new]
+    assert sent[1] == sent[0] and sent[2] != sent[0]  # the token was tried, then a fresh one

@@ -1,13 +1,16 @@
 """AWS EC2 launcher: `run_instances` (spot or on-demand) through the Amazon provider's hook.
 
 Idempotent: ClientToken = bench_run_id, so a retried launch task gets the same instance back
-instead of a second one. Safe: InstanceInitiatedShutdownBehavior=terminate (the bootstrap's
+instead of a second one -- unless that instance has ended (a failed attempt's cleanup ended
+it): EC2 then answers the token with the terminated instance, so the launch is re-issued once
+with a fresh token rather than waiting 50 minutes on an instance that is gone. Safe: InstanceInitiatedShutdownBehavior=terminate (the bootstrap's
 power-off after its TTL terminates the instance), tags on instance and volumes, IMDSv2 only.
 """
 
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from finops.bench.launchers.base import (
@@ -24,6 +27,7 @@ from finops.bench.settings import Target
 
 log = logging.getLogger(__name__)
 ALIVE = ["pending", "running", "shutting-down", "stopping", "stopped"]
+USABLE = ("pending", "running")
 
 
 class AwsLauncher:
@@ -70,14 +74,22 @@ class AwsLauncher:
 
     def launch(self, spec: LaunchSpec) -> list[str]:
         alive = self.find()
-        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id]
+        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id and i.state in USABLE]
         if mine:  # a retried task: the instance is already there (ClientToken covers the API side)
             log.info("bench run %s already has %s: not launching again", spec.bench_run_id, mine)
             return mine
         if len(alive) >= self.max_running:
             raise CapReached(f"{len(alive)} benchmark instances alive in {spec.region} (cap {self.max_running})")
         try:
-            resp = self.client.run_instances(**self.params(spec))
+            params = self.params(spec)
+            resp = self.client.run_instances(**params)
+            if all(i.get("State", {}).get("Name") not in USABLE for i in resp["Instances"]):
+                # the token answered with an ended attempt's instance: one fresh launch
+                ended = [i["InstanceId"] for i in resp["Instances"]]
+                log.warning("bench run %s: ClientToken returned ended instance(s) %s; launching anew",
+                            spec.bench_run_id, ended)
+                params["ClientToken"] = f"{spec.bench_run_id}-{uuid.uuid4().hex[:12]}"
+                resp = self.client.run_instances(**params)
             ids = [i["InstanceId"] for i in resp["Instances"]]
             log.info("launched %s for bench run %s", ids, spec.bench_run_id)
             return ids
