@@ -138,7 +138,8 @@ def test_dimensions_tags_location_resource(hand_rows):
     assert r["x_instance_type"] == "a2-highgpu-1g"
     assert r["provider_name"] == r["invoice_issuer_name"] == "Google Cloud"
     assert r["invoice_id"] == "01A2B3-C4D5E6-F7G8H9-202610" and r["service_subcategory"] == "Virtual Machines"
-    assert r["billing_period_start"] == datetime(2026, 10, 1) and r["billing_period_end"] == datetime(2026, 11, 1)
+    # invoice.month is a Pacific month: Pacific midnights (PDT) as naive UTC
+    assert r["billing_period_start"] == datetime(2026, 10, 1, 7) and r["billing_period_end"] == datetime(2026, 11, 1, 7)
     assert r["charge_period_start"] == datetime(2026, 10, 3, 10)
     assert r["consumed_quantity"] == 3600 and r["consumed_unit"] == "seconds"
     assert r["pricing_quantity"] == 1 and r["pricing_unit"] == "hour"
@@ -171,3 +172,26 @@ def test_missing_columns_are_a_clear_error(tmp_path, finops_home):
     with pytest.raises(ConversionError) as e:
         convert(CONVERTER, [path], provider="gcp", period="2026-10", tmp=tmp_path)
     assert "credits" in str(e.value)
+
+
+@pytest.mark.parametrize(("period", "first", "last"), [
+    # Oct 1 00:00 PDT .. Oct 31 23:00 PDT = Nov 1 06:00 UTC (its invoice month is still October)
+    ("2026-10", datetime(2026, 10, 1, 7, tzinfo=UTC), datetime(2026, 11, 1, 6, tzinfo=UTC)),
+    # March starts in PST (08:00 UTC) and ends in PDT (07:00 UTC): a 743-hour month
+    ("2026-03", datetime(2026, 3, 1, 8, tzinfo=UTC), datetime(2026, 4, 1, 6, tzinfo=UTC)),
+])
+def test_pacific_invoice_month_edges_validate(tmp_path, finops_home, period, first, last):
+    """A month's first and last Pacific hours are in UTC outside the UTC month; they are still on
+    this invoice and must load, not quarantine the whole month as 'ends after its billing period'."""
+    from finops.quality.validate import validate_staging
+
+    rows = []
+    for t in (first, last):
+        r = _usage("A100", "Nvidia Tesla A100 GPU running in Americas", 2.5)
+        r.update(usage_start_time=t, usage_end_time=t + timedelta(hours=1), invoice={"month": period.replace("-", ""),
+                                                                                 "publisher_type": "GOOGLE"})
+        rows.append(r)
+    res, _ = convert(CONVERTER, [_write(rows, tmp_path)], provider="gcp", period=period, tmp=tmp_path)
+    report = validate_staging([res.staging_file], source="src", billing_period=period,
+                              raw_billed_total=res.raw_billed_total)
+    assert report.failures == [] and report.success

@@ -53,9 +53,9 @@ def test_credit_rows_and_canonical_enums(converted):
     assert {r["pricing_category"] for r in rows} == {"Standard", "Committed", None}
     adj = [r for r in rows if r["charge_class"] is not None]
     assert [r["charge_class"] for r in adj] == ["Correction"]
-    # the view's Pacific-midnight, inclusive-last-day bounds are replaced by the period
+    # the view's inclusive-last-day bounds are replaced by the period's Pacific midnights (PDT), end exclusive
     assert {(r["billing_period_start"], r["billing_period_end"]) for r in rows} == {
-        (datetime(2026, 10, 1), datetime(2026, 11, 1))
+        (datetime(2026, 10, 1, 7), datetime(2026, 11, 1, 7))
     }
     # "GCP > Compute" is not a FOCUS category: falls back to our service map
     assert {r["service_category"] for r in rows if r["service_name"] == "Compute Engine"} == {"Compute"}

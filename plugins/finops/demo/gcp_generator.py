@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 BILLING_ACCOUNT = "01A2B3-C4D5E6-F7G8H9"
 
@@ -151,7 +152,7 @@ def generate(period: str = "2026-10", days: int = 3, seed: int = 7, currency: st
     rng = random.Random(seed)
     year, month = (int(p) for p in period.split("-"))
     inv = f"{year:04d}{month:02d}"
-    start = datetime(year, month, 1, tzinfo=UTC)
+    start = datetime(year, month, 1, tzinfo=ZoneInfo("America/Los_Angeles")).astimezone(UTC)  # invoice months are Pacific
     rate = 1.0 if currency == "USD" else 0.92
     rows: list[dict[str, Any]] = []
     for h in range(days * 24):

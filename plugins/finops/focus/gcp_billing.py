@@ -33,6 +33,9 @@ from finops.focus.projection import files_list, lineage, lit, period_bounds_sql,
 MONEY = "DECIMAL(38,10)"
 PROMO = "'PROMOTION'"
 COMMITMENT_TYPES = "('COMMITTED_USAGE_DISCOUNT', 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE')"
+# invoice.month is a Pacific-time month: usage of Oct 31 17:00-24:00 PDT (Nov 1 UTC) is on October's
+# invoice, so the billing period bounds are Pacific midnights (else those rows end after their period).
+INVOICE_TZ = "America/Los_Angeles"
 
 # service.description -> FOCUS ServiceCategory (everything unlisted is 'Other').
 SERVICE_CATEGORIES: dict[str, str] = {
@@ -174,7 +177,7 @@ class GcpDetailedConverter:
         )
 
     def focus_sql(self, raw: str, ctx: object) -> str:
-        start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]
+        start, end = period_bounds_sql(ctx.billing_period, INVOICE_TZ)  # type: ignore[attr-defined]
         base = self._prepared(raw)
         usage_cols = self._usage_columns(start, end)
         credit_cols = self._credit_columns(start, end)

@@ -12,7 +12,7 @@ unchanged by the split. An export without x_Credits simply passes through.
 
 Other fixes: lower-case enum values ('usage', 'committed') are canonicalised; the view's
 BillingPeriodStart/End are Pacific midnights with an inclusive last day, so the period
-bounds come from the billing period we queried; ServiceCategory falls back to our
+bounds come from the billing period we queried (Pacific midnights, end exclusive); ServiceCategory falls back to our
 service map when the view's value (a Google product taxonomy) is not a FOCUS category;
 Tags (ARRAY<STRUCT<key, value, x_type, ...>>) become one JSON object where a resource
 label beats a system label beats a tag beats a project label.
@@ -20,7 +20,7 @@ label beats a system label beats a tag beats a project label.
 
 from __future__ import annotations
 
-from finops.focus.gcp_billing import SERVICE_CATEGORIES, SERVICE_SUBCATEGORIES, _case
+from finops.focus.gcp_billing import INVOICE_TZ, SERVICE_CATEGORIES, SERVICE_SUBCATEGORIES, _case
 from finops.focus.native_focus import NativeFocusConverter
 from finops.focus.projection import lineage, period_bounds_sql, select_list
 
@@ -67,7 +67,7 @@ class GcpFocusConverter(NativeFocusConverter):
     # raw_billed_total_sql: the base class's SUM(BilledCost) -- the view's BilledCost is already net of credits.
 
     def focus_sql(self, raw: str, ctx: object) -> str:
-        start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]
+        start, end = period_bounds_sql(ctx.billing_period, INVOICE_TZ)  # type: ignore[attr-defined]
         cols = self.columns()
         cols["billing_period_start"], cols["billing_period_end"] = start, end
         # provisional invoice id when the view has none: one invoice per account and month

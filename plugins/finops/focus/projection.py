@@ -36,11 +36,16 @@ def check_period(period: str) -> str:
     return period
 
 
-def period_bounds_sql(period: str) -> tuple[str, str]:
-    """(start, end) TIMESTAMP literals of a YYYY-MM billing period, end exclusive."""
+def period_bounds_sql(period: str, tz: str | None = None) -> tuple[str, str]:
+    """(start, end) TIMESTAMP expressions (naive UTC) of a YYYY-MM billing period, end exclusive.
+    `tz`: the zone whose midnights bound the provider's month (GCP invoices by Pacific time, so
+    its October runs 07:00 UTC Oct 1 -> 07:00 UTC Nov 1); None means UTC midnights."""
     check_period(period)
     start = f"TIMESTAMP '{period}-01 00:00:00'"
-    return start, f"({start} + INTERVAL 1 MONTH)"
+    end = f"({start} + INTERVAL 1 MONTH)"
+    if tz is None:
+        return start, end
+    return f"timezone('UTC', timezone({lit(tz)}, {start}))", f"timezone('UTC', timezone({lit(tz)}, {end}))"
 
 
 def select_list(exprs: dict[str, str], dialect: str = "duckdb") -> str:
