@@ -173,6 +173,36 @@ def test_postgres_concurrent_replace_of_one_partition_never_duplicates(pg_dsn, p
     assert pg_wh.query("SELECT count(*) FROM focus_costs")[0][0] == 300
 
 
+def test_duckdb_concurrent_replace_of_one_partition_never_duplicates(duckdb_wh, tmp_path):
+    """Threads of one process share the DuckDB file, whose MVCC sees no conflict between two
+    transactions that each delete nothing and insert: a new month was loaded twice (doubled)."""
+    import threading
+
+    from finops.paths import warehouse_path
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    files = [write_focus(tmp_path / f"r{k}.parquet", [focus_row("a", "2024-03", i) for i in range(3000)])
+             for k in range(4)]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(4)
+
+    def worker(f) -> None:
+        try:
+            with DuckDBWarehouse(warehouse_path()) as wh:
+                barrier.wait()
+                wh.replace_partition("focus_costs", {"x_source": "a", "x_billing_period": "2024-03"}, [f])
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(f,)) for f in files]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors, errors
+    assert duckdb_wh.query("SELECT count(*) FROM focus_costs")[0][0] == 3000
+
+
 def test_files_may_differ_in_optional_columns(any_wh, tmp_path):
     full = write_focus(tmp_path / "full.parquet", [focus_row("c", "2024-06", i) for i in range(2)])
     slim_t = focus_table([focus_row("c", "2024-06", 9)]).drop_columns(["resource_id", "tags"])

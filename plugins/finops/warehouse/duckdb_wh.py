@@ -14,6 +14,7 @@ import hashlib
 import logging
 import os
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
@@ -61,6 +62,20 @@ def _ident(name: str) -> str:
     if not name.replace("_", "").isalnum():
         raise WarehouseError(f"refusing odd identifier {name!r}")
     return f'"{name}"'
+
+
+_PARTITION_LOCKS: dict[tuple[str, str, str], threading.Lock] = {}
+_PARTITION_LOCKS_GUARD = threading.Lock()
+
+
+def _partition_lock(path: str, table: str, partition: dict[str, Any]) -> threading.Lock:
+    """The in-process lock of one partition of one DuckDB file (PostgreSQL's advisory lock here).
+
+    Why: threads of a process share the file's database, and its MVCC sees no conflict between
+    two transactions that each delete nothing (a new month) and insert: both committed, doubled."""
+    key = (os.path.realpath(path) if path != ":memory:" else path, table, repr(sorted(partition.items())))
+    with _PARTITION_LOCKS_GUARD:
+        return _PARTITION_LOCKS.setdefault(key, threading.Lock())
 
 
 class InsertRefused(WarehouseError):
@@ -251,7 +266,7 @@ class DuckDBWarehouse:
         if not partition:
             raise WarehouseError(f"{what} needs at least one partition key")
         where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
-        with self._unordered_inserts():
+        with _partition_lock(self.path, table, partition), self._unordered_inserts():
             self.con.execute("BEGIN")
             try:
                 self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))
