@@ -96,3 +96,23 @@ def test_quick_smoke_run_never_replaces_full_figures(any_wh, bench_doc):
     store.store_result(any_wh, bench_run_id="full2", dag_run_id="run-3", target=TARGET, doc=newer)
     latest = {(r["metric"], r["dtype"]): r["value"] for r in store.latest_rows(any_wh)}
     assert latest[("matmul_tflops", "bf16")] == 750.0
+
+
+def test_a_document_failing_half_way_stores_nothing(any_wh, bench_doc):
+    """An error part-way through storing (here a later metric's value no float can hold) rolls
+    the whole document back: the figures already stored stay, no partial run is left behind
+    (latest_rows reads gpu_benchmarks whatever the run's status)."""
+    store.store_result(any_wh, bench_run_id="b1", dag_run_id="run-1", target=TARGET, doc=bench_doc)
+    before = (any_wh.query("SELECT * FROM gpu_benchmarks ORDER BY metric, dtype"),
+              any_wh.query("SELECT * FROM gpu_benchmark_runs"), store.latest_rows(any_wh))
+    bad = json.loads(json.dumps(bench_doc))
+    bad["finished_at"] = "2026-11-23T06:04:10+00:00"
+    bad["results"][-1]["value"] = 10**400  # fails in Python, after the DELETE and the first metrics
+    refused = json.loads(json.dumps(bad))
+    refused["results"][-1]["value"] = 1.0
+    refused["device"]["count"] = 2**40  # valid JSON Schema, refused by the INTEGER column
+    for bid, doc, error in [("b1", bad, OverflowError), ("b2", bad, OverflowError), ("b1", refused, Exception)]:
+        with pytest.raises(error):  # a retried collect of the same run, a newer run
+            store.store_result(any_wh, bench_run_id=bid, dag_run_id="run-2", target=TARGET, doc=doc)
+        assert (any_wh.query("SELECT * FROM gpu_benchmarks ORDER BY metric, dtype"),
+                any_wh.query("SELECT * FROM gpu_benchmark_runs"), store.latest_rows(any_wh)) == before

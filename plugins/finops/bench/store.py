@@ -61,18 +61,26 @@ def store_result(wh: Warehouse, *, bench_run_id: str, dag_run_id: str | None, ta
     measured_at = _naive(doc["finished_at"])
     gpu_model = dev.get("name") or target.get("gpu_model")
     gpu_count = int(dev.get("count") or target.get("gpu_count") or 1)
-    wh.execute("DELETE FROM gpu_benchmarks WHERE bench_run_id = ?", [bench_run_id])
-    for m in doc["results"]:
-        _insert(wh, "gpu_benchmarks", _METRIC_COLS, {
-            "bench_run_id": bench_run_id, "provider": target["provider"], "region": target["region"],
-            "instance_type": target["instance_type"], "pricing_model": target["pricing_model"],
-            "gpu_model": gpu_model, "gpu_count": gpu_count, "metric": m["metric"], "dtype": m["dtype"],
-            "value": float(m["value"]), "unit": m["unit"], "section": m.get("section"),
-            "details": json.dumps(m.get("details") or {}), "measured_at": measured_at,
-        })
-    failed = [f"{k}: {s.get('error')}" for k, s in doc["sections"].items() if s["status"] == "error"]
-    record_run(wh, bench_run_id=bench_run_id, dag_run_id=dag_run_id, target=target, status="ok", doc=doc,
-               instance_ids=instance_ids, results_uri=results_uri, errors=failed, launched_at=launched_at)
+    # one transaction: an error part-way (a value no column holds) must not leave some of the
+    # metrics, or delete the stored ones; latest_rows reads gpu_benchmarks whatever the status
+    wh.execute("BEGIN")
+    try:
+        wh.execute("DELETE FROM gpu_benchmarks WHERE bench_run_id = ?", [bench_run_id])
+        for m in doc["results"]:
+            _insert(wh, "gpu_benchmarks", _METRIC_COLS, {
+                "bench_run_id": bench_run_id, "provider": target["provider"], "region": target["region"],
+                "instance_type": target["instance_type"], "pricing_model": target["pricing_model"],
+                "gpu_model": gpu_model, "gpu_count": gpu_count, "metric": m["metric"], "dtype": m["dtype"],
+                "value": float(m["value"]), "unit": m["unit"], "section": m.get("section"),
+                "details": json.dumps(m.get("details") or {}), "measured_at": measured_at,
+            })
+        failed = [f"{k}: {s.get('error')}" for k, s in doc["sections"].items() if s["status"] == "error"]
+        record_run(wh, bench_run_id=bench_run_id, dag_run_id=dag_run_id, target=target, status="ok", doc=doc,
+                   instance_ids=instance_ids, results_uri=results_uri, errors=failed, launched_at=launched_at)
+    except BaseException:
+        wh.execute("ROLLBACK")
+        raise
+    wh.execute("COMMIT")
     return len(doc["results"])
 
 
