@@ -105,3 +105,31 @@ def test_saved_reports_never_overwrite_each_other(duckdb_wh, finops_home):
     totals = sorted(sum(D(r[-1]) for r in list(csv.reader(io.StringIO(p.read_text())))[1:])
                     for p in paths if p.suffix == ".csv" and "billed" in p.name)
     assert totals == [D(1), D(2), D(4)]
+
+
+def test_rerun_after_a_restatement_leaves_no_report_of_the_old_figures(duckdb_wh, finops_home):
+    """A restated month re-reported: a team the new figures no longer bill (its tag fixed) keeps
+    no report file, so the month's saved reports add up to its total, not old + new."""
+    from finops.allocation.tasks import run_report_task
+
+    insert_focus(duckdb_wh, [focus_row("2026-10-01", "10", tags={"team": "ml-reserch"}),
+                             focus_row("2026-10-02", "5", tags={"team": "data"})])
+    run_showback(duckdb_wh, "2026-10", parse_rules({}))
+    run_report_task("2026-10", "billed", send_email=False)
+    run_report_task("2026-10", "amortised", send_email=False)
+    duckdb_wh.execute("DELETE FROM focus_costs WHERE x_billing_period = '2026-10'")  # the restatement
+    insert_focus(duckdb_wh, [focus_row("2026-10-01", "10", tags={"team": "ml-research"}),
+                             focus_row("2026-10-02", "5", tags={"team": "data"})])
+    run_showback(duckdb_wh, "2026-10", parse_rules({}))
+    out = run_report_task("2026-10", "billed", send_email=False)
+
+    folder = finops_home / "reports" / "2026-10"
+    billed = sorted(p.name for p in folder.glob("*-billed.*"))
+    assert billed == ["data-billed.csv", "data-billed.html", "ml-research-billed.csv", "ml-research-billed.html"]
+    assert sorted(str(folder / n) for n in billed) == sorted(out["files"])
+    assert sum(D(r[-1]) for p in folder.glob("*-billed.csv")
+               for r in list(csv.reader(io.StringIO(p.read_text())))[1:]) == D(15)
+    assert len(list(folder.glob("*-amortised.*"))) == 4  # the other view is another run's business
+    # asked for some teams only: the others' reports stay
+    run_report_task("2026-10", "billed", send_email=False, teams=["data"])
+    assert sorted(p.name for p in folder.glob("*-billed.*")) == billed

@@ -125,12 +125,14 @@ def build_reports(wh: Warehouse, period: str, view: str = "amortised", teams: li
     return [by_team[t] for t in sorted(by_team)]
 
 
-def save_reports(reports: list[TeamReport], out_dir: Path | None = None) -> list[Path]:
+def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prune: bool = False) -> list[Path]:
     """Write <team>-<view>.html (chart embedded as a data URI) and <team>-<view>.csv per team.
 
     A team name the file system cannot take as is gets a short hash of the exact name, so two
     teams that clean to the same name ("ml research", "ml_research") never overwrite each other;
-    the view is in the name so the billed and amortised reports of a month both stay."""
+    the view is in the name so the billed and amortised reports of a month both stay.
+    `prune` (`reports` are every team of their month and view): remove that month and view's
+    other reports, left by figures a restatement replaced (a team no longer billed)."""
     import hashlib
 
     from finops.alerts.email import safe_filename
@@ -151,6 +153,14 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None) -> list
         csv_path.write_text(r.csv(), encoding="utf-8", newline="")
         r.files = {"html": html, "csv": csv_path}
         written += [html, csv_path]
+    if prune:
+        keep = set(written)
+        for r in reports:
+            base = (out_dir or subdir("reports")) / safe_filename(r.period)
+            for ext in ("html", "csv"):
+                for old in base.glob(f"*-{safe_filename(r.view)}.{ext}"):
+                    if old not in keep:
+                        old.unlink(missing_ok=True)
     return written
 
 

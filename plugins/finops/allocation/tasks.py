@@ -82,7 +82,7 @@ def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[s
     wh = connect()
     try:
         reports = build_reports(wh, period, cost_view, teams or None)
-        paths = save_reports(reports)
+        paths = save_reports(reports, prune=not teams)  # all teams: a restated month's old ones go
         # the ledger (alert_state) makes a retry or re-run send each unchanged report once per route
         sent = email_reports(reports, get_config().alerts, AlertLedger(wh), resend=resend) if send_email else {}
     finally:
