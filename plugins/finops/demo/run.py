@@ -270,7 +270,7 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
         lines = ["", "Cost summary (BilledCost / EffectiveCost, from the FOCUS warehouse)"]
         rows = wh.query(
             "SELECT x_billing_period, x_provider, billing_currency, count(*), sum(billed_cost), sum(effective_cost) "
-            "FROM focus_costs GROUP BY ALL ORDER BY 1, 2"
+            "FROM focus_costs GROUP BY 1, 2, 3 ORDER BY 1, 2"
         )
         lines.append(f"  {'period':8} {'provider':8} {'cur':4} {'rows':>9} {'billed':>14} {'effective':>14}"
                      f" {'expected':>14}")
@@ -291,7 +291,7 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
         lines.append("  Cost by provider, all periods (billed vs the generators' expected totals):")
         for prov, cur, n, b, e in wh.query(
             "SELECT x_provider, billing_currency, count(*), sum(billed_cost), sum(effective_cost) "
-            "FROM focus_costs GROUP BY ALL ORDER BY 4 DESC"
+            "FROM focus_costs GROUP BY 1, 2 ORDER BY 4 DESC"
         ):
             exp_all = sum(expected.get(prov, {}).values(), Decimal(0)) if prov in expected else None
             mark = "" if exp_all is None else f" {exp_all:>14,.2f} {_check(Decimal(b), exp_all)}"
@@ -304,9 +304,12 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
             "GROUP BY 1 ORDER BY 2 DESC", [last]
         ):
             lines.append(f"    {cat:28} {b:>14,.2f}")
+        # the configured warehouse may be PostgreSQL: portable GROUP BY, its own regex operator
+        itype = "coalesce(x_instance_type, '')"
+        match = f"regexp_matches({itype}, ?)" if wh.dialect == "duckdb" else f"{itype} ~ ?"
         gpu = wh.query(
             "SELECT x_provider, coalesce(pricing_category, 'n/a'), sum(effective_cost) FROM focus_costs "
-            "WHERE x_billing_period = ? AND regexp_matches(coalesce(x_instance_type, ''), ?) "
+            f"WHERE x_billing_period = ? AND {match} "
             "GROUP BY 1, 2 ORDER BY 3 DESC", [last, GPU_INSTANCE_PATTERN]
         )
         if gpu:
