@@ -133,3 +133,17 @@ def test_rerun_after_a_restatement_leaves_no_report_of_the_old_figures(duckdb_wh
     # asked for some teams only: the others' reports stay
     run_report_task("2026-10", "billed", send_email=False, teams=["data"])
     assert sorted(p.name for p in folder.glob("*-billed.*")) == billed
+
+
+def test_dedup_key_does_not_depend_on_row_order(any_wh):
+    """The report's detail CSV is hashed into its dedup key: rows that tie on day and service
+    (different accounts) must come out in one order, or a re-run of the same figures e-mails again."""
+    rows = [focus_row("2026-10-01", str(i + 1), tags={"team": "ml"}, sub_account_id=f"{i:012d}") for i in range(300)]
+    keys = []
+    for batch in (rows, rows[::-1]):
+        any_wh.execute("DELETE FROM focus_costs")
+        insert_focus(any_wh, batch)
+        run_showback(any_wh, "2026-10", parse_rules({}))
+        [report] = build_reports(any_wh, "2026-10", "billed")
+        keys.append((report.dedup_key(), report.csv()))
+    assert keys[0] == keys[1]

@@ -112,15 +112,17 @@ def build_reports(wh: Warehouse, period: str, view: str = "amortised", teams: li
         r.daily_by_line = {k: sorted(v.items()) for k, v in sorted(daily.items())}
         r.top_services = [(p, s, ln, c, _q(v)) for p, s, ln, c, v in wh.query(
             "SELECT provider, service_name, line, currency, SUM(cost) AS c FROM showback_daily WHERE billing_period = ? "
-            "AND cost_view = ? AND team = ? GROUP BY 1, 2, 3, 4 ORDER BY c DESC LIMIT 10", [period, view, team])]
+            "AND cost_view = ? AND team = ? GROUP BY 1, 2, 3, 4 ORDER BY c DESC, 1, 2, 3, 4 LIMIT 10", [period, view, team])]
         r.gpu = [(m, po, c, _q(v), _q(s), _q(i)) for m, po, c, v, s, i in wh.query(
             "SELECT gpu_model, purchase_option, currency, SUM(cost), SUM(savings), SUM(idle_cost) "
             "FROM showback_gpu_monthly WHERE billing_period = ? AND cost_view = ? AND team = ? GROUP BY 1, 2, 3 "
-            "ORDER BY 1, 2", [period, view, team])]
+            "ORDER BY 1, 2, 3", [period, view, team])]
+        # every ORDER BY is total: the detail CSV is part of dedup_key, so a re-run must render it identically
         r.detail = wh.query(
             "SELECT day, team, cost_centre, allocation, rule, provider, billing_account_id, sub_account_id, "
             "service_name, line, currency, SUM(cost) FROM showback_daily WHERE billing_period = ? AND cost_view = ? "
-            "AND team = ? GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 ORDER BY 1, 9", [period, view, team])
+            "AND team = ? GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 "
+            "ORDER BY 1, 9, 2, 3, 4, 5, 6, 7, 8, 10, 11", [period, view, team])
         r.chart_png = daily_chart_png(r.daily_by_line, f"{team} {period} ({view}) daily cost by line")
     return [by_team[t] for t in sorted(by_team)]
 
