@@ -122,6 +122,27 @@ def test_stale_periods_are_those_reloaded_since_their_showback(any_wh, tmp_path)
     assert stale_periods(wh) == []
 
 
+def test_a_showback_failing_half_way_leaves_its_period_stale(any_wh, tmp_path):
+    """chargeback_monthly.computed_at marks a period fresh: it must be written last, or a failure
+    in a later table left the period half-recomputed yet never picked up again."""
+    import pytest
+
+    from finops.allocation.store import stale_periods
+
+    wh = any_wh
+    rules = parse_rules(RULES)
+    _restate(wh, tmp_path, "2026-11", [focus_row("2026-11-01", "1", "1", {"team": "ml"})])
+    run_showback(wh, "2026-11", rules)
+    _restate(wh, tmp_path, "2026-11", [focus_row("2026-11-01", "4.56", "4.56", {"team": "ml"})])
+    wh.execute("ALTER TABLE showback_gpu_monthly RENAME TO showback_gpu_monthly_away")  # its write fails
+    with pytest.raises(Exception, match="showback_gpu_monthly"):
+        run_showback(wh, "2026-11", rules)
+    wh.execute("ALTER TABLE showback_gpu_monthly_away RENAME TO showback_gpu_monthly")
+    assert stale_periods(wh) == ["2026-11"]
+    run_showback(wh, "2026-11", rules)
+    assert stale_periods(wh) == []
+
+
 def test_restated_old_period_reaches_chargeback_on_the_asset_triggered_run(duckdb_wh, finops_home, tmp_path):
     """The billing DAG reloads 2026-10 by hand in December; the showback run its asset event
     triggers (no Params) must recompute 2026-10, not only the current month."""

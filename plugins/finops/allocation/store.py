@@ -237,9 +237,11 @@ def run_showback(wh: Warehouse, period: str, rules: AllocationRules) -> Showback
     for g in gpu_rows:
         g["idle_cost"] = idle.get((g["cost_view"], g["team"], g["gpu_model"], g["purchase_option"], g["currency"]),
                                   ZERO)
+    # chargeback_monthly last: its computed_at is what stale_periods() compares with the loads, so a
+    # failure before it leaves the period stale (recomputed next run), never half-written but "fresh"
     n_daily = _replace(wh, "showback_daily", period, daily)
-    n_monthly = _replace(wh, "chargeback_monthly", period, monthly)
     n_gpu = _replace(wh, "showback_gpu_monthly", period, gpu_rows)
+    n_monthly = _replace(wh, "chargeback_monthly", period, monthly)
     totals = {f"{v}/{c}": str(t) for (v, c), t in sorted(expected.items())}
     log.info("showback %s: %d daily rows, %d teams x views, totals %s", period, n_daily, n_monthly, totals)
     return ShowbackResult(period, n_daily, n_monthly, n_gpu, totals)
