@@ -264,3 +264,23 @@ def test_unmark_removes_every_spelling_of_the_mark(aws_conn, pol_boto, pol_launc
     assert _audit(duckdb_wh, "r-unmark")[iid][:3] == ("busy", "unmark", "unmarked")
     tags = pol_instances()[iid]["tags"]
     assert "FinOps_Idle_Marked" not in tags and tags["owner"] == OWNER["owner"]
+
+
+def test_same_day_tag_snapshot_drops_a_resource_gone_since(aws_conn, pol_boto, pol_launch, duckdb_wh, pol_alerts):
+    """A re-run the same day replaced the snapshot resource by resource: a resource terminated
+    in between kept its non-compliant row (and its cost in the violations report)."""
+    from finops.policies.model import Policy
+
+    pol = Policy.model_validate({"name": "required-tags", "kind": "tags", "action": "report",
+                                 "scope": {"providers": ["aws"]}, "required_tags": [{"key": "team"}]})
+    keep = pol_launch("keep", {"team": "ml"})
+    gone = pol_launch("gone", {})
+
+    def snapshot() -> dict[str, bool]:
+        return dict(duckdb_wh.query("SELECT resource_id, compliant FROM tag_compliance WHERE policy = ?", [pol.name]))
+
+    run_policy(pol, _cloud(aws_conn), duckdb_wh, run_id="t-1")
+    assert snapshot() == {keep: True, gone: False}
+    pol_boto["ec2"].terminate_instances(InstanceIds=[gone])
+    run_policy(pol, _cloud(aws_conn), duckdb_wh, run_id="t-2")
+    assert snapshot() == {keep: True}

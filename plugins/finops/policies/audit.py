@@ -41,9 +41,20 @@ def record_action(
 
 
 def record_tag_snapshot(
-    wh: Warehouse, run_id: str, policy: str, snapshot: date, rows: Iterable[tuple[Decision, TagCheck]]
+    wh: Warehouse, run_id: str, policy: str, snapshot: date, rows: Iterable[tuple[Decision, TagCheck]],
+    scopes: Iterable[tuple[str, str, str | None]] = (),
 ) -> int:
-    """Replace today's snapshot rows of this policy, resource by resource (re-runs are idempotent)."""
+    """Replace today's snapshot rows of this policy (re-runs are idempotent). `scopes`: the
+    (provider, account, region or None for account-wide) this run listed in full; their rows
+    go first, so a resource gone since an earlier run today leaves no stale row (nor its cost
+    in the violations report). Rows outside them are replaced resource by resource."""
+    for provider, account, region in scopes:
+        where = "snapshot_date = ? AND policy = ? AND provider = ? AND account = ?"
+        params: list[object] = [snapshot, policy, provider, account]
+        if region is not None:
+            where += " AND region = ?"
+            params.append(region)
+        wh.execute(f"DELETE FROM tag_compliance WHERE {where}", params)
     n = 0
     for d, tc in rows:
         r = d.resource

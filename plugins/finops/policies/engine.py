@@ -168,7 +168,8 @@ def run_policy(
 
     if policy.kind == "tags":
         snap = [(d, check_tags(policy, d.resource)) for d in decisions if d.verdict in ("compliant", "violation")]
-        audit.record_tag_snapshot(wh, run_id, policy.name, now.astimezone(UTC).date(), snap)
+        scopes = [(c.inventory.provider, *c.inventory.scope) for c, _, _ in plans]
+        audit.record_tag_snapshot(wh, run_id, policy.name, now.astimezone(UTC).date(), snap, scopes)
 
     planned = [d for d in decisions if d.action in MUTATING]
     res.planned = len(planned)

@@ -51,6 +51,11 @@ class AwsInventory:
         self.cw = _client(conn_id, region, "cloudwatch")
         self.account = account or _client(conn_id, region, "sts").get_caller_identity()["Account"]
 
+    @property
+    def scope(self) -> tuple[str, str | None]:
+        """What list_resources() covers in full (tag snapshots replace it as a whole)."""
+        return self.account, self.region
+
     def list_resources(self, instance_ids: list[str] | None = None) -> list[Resource]:
         kw: dict[str, Any] = {"InstanceIds": instance_ids} if instance_ids else {
             "Filters": [{"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]

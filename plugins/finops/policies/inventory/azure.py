@@ -49,6 +49,11 @@ class AzureInventory:
         self.arm = RestClient(base_url, token)
         self.gpu_ns = gpu_metric_namespace
 
+    @property
+    def scope(self) -> tuple[str, str | None]:
+        """What list_resources() covers in full (tag snapshots replace it as a whole)."""
+        return self.subscription, None
+
     def list_resources(self) -> list[Resource]:
         out: list[Resource] = []
         url: str | None = f"subscriptions/{self.subscription}/providers/Microsoft.Compute/virtualMachines"

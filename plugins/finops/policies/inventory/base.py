@@ -12,6 +12,10 @@ from finops.policies.model import Policy
 class Inventory(Protocol):
     provider: str
 
+    @property
+    def scope(self) -> tuple[str, str | None]:
+        """(account, region) this inventory lists in full; region None: every region of the account."""
+
     def list_resources(self) -> list[Resource]:
         """Every instance of this account (all states), tags as a flat dict."""
 

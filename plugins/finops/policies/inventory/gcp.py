@@ -59,6 +59,11 @@ class GcpInventory:
         """The last seen API object (actions need zone, name and labelFingerprint)."""
         return self._raw[resource_id]
 
+    @property
+    def scope(self) -> tuple[str, str | None]:
+        """What list_resources() covers in full (tag snapshots replace it as a whole)."""
+        return self.project, None
+
     def list_resources(self) -> list[Resource]:
         out: list[Resource] = []
         params: dict[str, str] = {"maxResults": "500"}

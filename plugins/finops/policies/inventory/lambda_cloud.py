@@ -46,6 +46,11 @@ class LambdaInventory:
         self.account = account
         self.api = RestClient(base_url, token)
 
+    @property
+    def scope(self) -> tuple[str, str | None]:
+        """What list_resources() covers in full (tag snapshots replace it as a whole)."""
+        return self.account, None
+
     def list_resources(self) -> list[Resource]:
         data = self.api.get("api/v1/instances").get("data", []) or []
         return [to_resource(i, self.account) for i in data if i.get("status") != "terminated"]
