@@ -147,51 +147,31 @@ def test_postgres_refuses_nul_characters_and_keeps_old_data(pg_wh, tmp_path):
 @pytest.mark.postgres
 def test_postgres_concurrent_replace_of_one_partition_never_duplicates(pg_dsn, pg_wh, tmp_path):
     """Two loaders racing on the same partition: the advisory lock serialises them."""
-    import threading
 
     from finops.warehouse.postgres_wh import PostgresWarehouse
 
-    files = [write_focus(tmp_path / f"r{k}.parquet", [focus_row("a", "2024-03", i) for i in range(300)]) for k in range(4)]
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(4)
-
-    def worker(f) -> None:
-        try:
-            wh = PostgresWarehouse.from_dsn(pg_dsn, schema=pg_wh.schema)
-            barrier.wait()
-            wh.replace_partition("focus_costs", {"x_source": "a", "x_billing_period": "2024-03"}, [f])
-            wh.close()
-        except BaseException as e:  # noqa: BLE001
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(f,)) for f in files]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors, errors
+    _replace_at_once(tmp_path, 300, lambda: PostgresWarehouse.from_dsn(pg_dsn, schema=pg_wh.schema))
     assert pg_wh.query("SELECT count(*) FROM focus_costs")[0][0] == 300
 
 
-def test_duckdb_concurrent_replace_of_one_partition_never_duplicates(duckdb_wh, tmp_path):
-    """Threads of one process share the DuckDB file, whose MVCC sees no conflict between two
-    transactions that each delete nothing and insert: a new month was loaded twice (doubled)."""
+def _replace_at_once(tmp_path, rows: int, open_wh) -> None:
+    """Four threads, each with its own warehouse connection, replace one partition at the same moment."""
     import threading
 
-    from finops.paths import warehouse_path
-    from finops.warehouse.duckdb_wh import DuckDBWarehouse
-
-    files = [write_focus(tmp_path / f"r{k}.parquet", [focus_row("a", "2024-03", i) for i in range(3000)])
+    files = [write_focus(tmp_path / f"r{k}.parquet", [focus_row("a", "2024-03", i) for i in range(rows)])
              for k in range(4)]
     errors: list[BaseException] = []
     barrier = threading.Barrier(4)
 
     def worker(f) -> None:
         try:
-            with DuckDBWarehouse(warehouse_path()) as wh:
+            wh = open_wh()
+            try:
                 barrier.wait()
                 wh.replace_partition("focus_costs", {"x_source": "a", "x_billing_period": "2024-03"}, [f])
-        except BaseException as e:  # noqa: BLE001
+            finally:
+                wh.close()
+        except BaseException as e:  # noqa: BLE001 - reported by the assert below
             errors.append(e)
 
     threads = [threading.Thread(target=worker, args=(f,)) for f in files]
@@ -200,6 +180,16 @@ def test_duckdb_concurrent_replace_of_one_partition_never_duplicates(duckdb_wh, 
     for t in threads:
         t.join(60)
     assert not errors, errors
+
+
+def test_duckdb_concurrent_replace_of_one_partition_never_duplicates(duckdb_wh, tmp_path):
+    """Threads of one process share the DuckDB file, whose MVCC sees no conflict between two
+    transactions that each delete nothing and insert: a new month was loaded twice (doubled)."""
+
+    from finops.paths import warehouse_path
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    _replace_at_once(tmp_path, 3000, lambda: DuckDBWarehouse(warehouse_path()))
     assert duckdb_wh.query("SELECT count(*) FROM focus_costs")[0][0] == 3000
 
 
