@@ -295,6 +295,10 @@ def test_legacy_corrupt_gzip_is_a_conversion_error(tmp_path, finops_home):
     bad.write_bytes(data[: len(data) // 2] + b"\x00garbage" * 10)
     with pytest.raises(ConversionError):
         convert(CurLegacyConverter(), [bad], provider="aws", period="2025-03", tmp=tmp_path)
+    head = tmp_path / "head.csv.gz"  # broken in its first block: the header read fails too
+    head.write_bytes(data[:10] + b"\x00" * 30 + data[40:])
+    with pytest.raises(ConversionError):
+        convert(CurLegacyConverter(), [head], provider="aws", period="2025-03", tmp=tmp_path / "h")
 
 
 def test_truncated_parquet_is_a_conversion_error(every_type, tmp_path, finops_home):

@@ -30,6 +30,7 @@ import csv
 import gzip
 import hashlib
 import re
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 
@@ -540,7 +541,7 @@ class CurLegacyConverter:
             return _read_parquet(files)
         try:
             headers = [csv_headers(f) for f in files]
-        except (OSError, EOFError, UnicodeDecodeError, csv.Error):
+        except (OSError, EOFError, UnicodeDecodeError, csv.Error, zlib.error):
             headers = []  # unreadable: DuckDB's own read below names the problem
         safe = _case_safe(headers)
         if safe == headers:  # no two headers differ only in case: one multi-file read
