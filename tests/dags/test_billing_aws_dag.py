@@ -221,6 +221,42 @@ def _truncate_first_file(awsb_bucket, delivery, n: int) -> None:
     awsb_bucket.put(f"{PREFIX}/{delivery.data_keys[0]}", data[: len(data) // 2])
 
 
+def test_refused_delivery_is_recorded_and_alerted_and_the_month_kept(finops_home, billing_config, awsb_deliver,
+                                                                      awsb_bucket, alert_sinks):
+    """A restatement whose manifest lists a file that is not in S3 is refused before conversion:
+    before, the task failed with no load_log row and no alert, so the month's history did not
+    show why it had not changed. The month already loaded stays."""
+    from finops.alerts.events import register_sink
+    from finops.demo.cur_generator import GenSpec
+    from finops.orchestration.billing import load_partition
+    from finops.paths import warehouse_path
+    from finops.sources.aws_cur import ManifestError
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    billing_config()
+    item = {"provider": "aws", "source": "main-payer", "billing_period": "2026-09"}
+    first = awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=PREFIX)
+    assert load_partition(item)["status"] == "loaded"
+    broken = awsb_deliver(GenSpec(period="2026-09", rows=280, seed=1, restatement=1), prefix=PREFIX)
+    awsb_bucket.client.delete_object(Bucket=awsb_bucket.name, Key=f"{PREFIX}/{broken.data_keys[0]}")
+    alerts: list = []
+    register_sink(alerts.append)
+    with pytest.raises(ManifestError, match="missing"):
+        load_partition(item, run_id="manual__refused")
+    with DuckDBWarehouse(warehouse_path()) as wh:
+        [(status, message, run_id)] = wh.query(
+            "SELECT status, message, run_id FROM load_log WHERE status <> 'loaded'")
+        total = wh.query("SELECT sum(billed_cost) FROM focus_costs")[0][0]
+    assert status == "failed" and message.startswith("delivery refused: manifest lists 1 data file(s) missing")
+    assert run_id == "manual__refused"
+    assert Decimal(total).quantize(Decimal("0.01")) == first.totals.billed_total.quantize(Decimal("0.01"))
+    assert [a.kind for a in alerts] == ["delivery_refused"] and alerts[0].facts["billing_period"] == "2026-09"
+    with pytest.raises(ManifestError):  # a dry run records nothing
+        load_partition(item, dry_run=True)
+    with DuckDBWarehouse(warehouse_path()) as wh:
+        assert wh.query("SELECT count(*) FROM load_log WHERE status = 'failed'") == [(1,)]
+
+
 def test_dry_run_announces_nothing(airflow_db, finops_home, billing_config, awsb_deliver):
     """A dry run wrote nothing: it must not emit finops://focus_costs (that starts showback and
     an alerting finops_anomalies run). Before, publish_summary emitted it on every success."""

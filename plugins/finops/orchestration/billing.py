@@ -16,6 +16,7 @@ from typing import Any
 
 from finops.config import ConfigError, FinOpsConfig, get_config
 from finops.orchestration.periods import resolve_periods
+from finops.sources import DeliveryError
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,32 @@ def plan_loads(provider: str, source: str | None, billing_period: str | list[str
     return plan
 
 
+def _record_refused_delivery(cfg: FinOpsConfig, item: dict, error: Exception, run_id: str | None) -> None:
+    """A delivery refused before conversion still leaves a `load_log` row (status failed, the
+    reason) and an alert: the month's history shows why nothing changed, the data loaded stays."""
+    import uuid
+
+    from finops.alerts.events import AlertEvent, emit
+    from finops.warehouse import connect
+    from finops.warehouse.base import LoadLogEntry
+
+    message = f"delivery refused: {error}"[:2000]
+    entry = LoadLogEntry(load_id=f"refused-{uuid.uuid4().hex[:16]}", source=item["source"], provider=item["provider"],
+                         billing_period=item["billing_period"], status="failed", message=message, run_id=run_id)
+    try:
+        wh = connect(cfg)
+        try:
+            wh.append_log(entry)
+        finally:
+            wh.close()
+    except Exception:  # noqa: BLE001 - the delivery error is what the task must report
+        log.exception("could not record the refused delivery in load_log")
+    emit(AlertEvent(kind="delivery_refused", severity="critical",
+                    title=f"Billing delivery refused: {item['source']} {item['billing_period']}",
+                    summary=message[:1000], facts={k: item[k] for k in ("provider", "source", "billing_period")},
+                    dedup_key=f"delivery:{item['source']}:{item['billing_period']}:{message[:200]}"))
+
+
 def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = None) -> dict:
     """Extract -> FOCUS -> validate -> replace one (source, period). Returns a JSON-able summary."""
     from finops import ingest
@@ -50,7 +77,12 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
     cfg = get_config()
     src = cfg.source(item["source"])
     provider, period = item["provider"], item["billing_period"]
-    batches = registry.plan_batches(provider, src, period, dry_run=dry_run)
+    try:
+        batches = registry.plan_batches(provider, src, period, dry_run=dry_run)
+    except DeliveryError as e:
+        if not dry_run:
+            _record_refused_delivery(cfg, item, e, run_id)
+        raise
     if not batches:
         log.warning("%s %s: no complete delivery found for %s (nothing loaded, nothing removed)", provider, src.name, period)
         return {**item, "status": "no_data", "rows": 0}

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from finops.ingest import Converter, RawBatch
 from finops.paths import subdir
 from finops.progress import Progress
+from finops.sources import DeliveryError
 
 if TYPE_CHECKING:
     from finops.config import AwsSource
@@ -31,7 +32,7 @@ _PERIOD = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _SAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 
 
-class ManifestError(RuntimeError):
+class ManifestError(DeliveryError):
     """A manifest is unreadable or lists data files that are not in the bucket."""
 
 

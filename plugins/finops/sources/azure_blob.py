@@ -33,6 +33,7 @@ from finops.ingest import RawBatch
 from finops.orchestration.periods import period_bounds
 from finops.paths import subdir
 from finops.progress import Progress
+from finops.sources import DeliveryError
 
 if TYPE_CHECKING:
     from finops.config import AzureSource
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 DATA_SUFFIXES = (".csv", ".csv.gz", ".gz", ".parquet", ".snappy.parquet")
 
 
-class IncompleteExportError(RuntimeError):
+class IncompleteExportError(DeliveryError):
     """A manifest lists blobs that are not (yet) there."""
 
 
