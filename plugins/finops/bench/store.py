@@ -101,5 +101,6 @@ def latest_rows(wh: Warehouse) -> list[dict[str, Any]]:
         "  WHERE NOT EXISTS (SELECT 1 FROM gpu_benchmark_runs r"
         "                    WHERE r.bench_run_id = b.bench_run_id"
         f"                      AND r.profile IN ({', '.join('?' for _ in QUICK_PROFILES)}))"
-        ") ranked WHERE rn = 1", list(QUICK_PROFILES))
+        ") ranked WHERE rn = 1 ORDER BY provider, region, instance_type, metric, COALESCE(dtype, '')",
+        list(QUICK_PROFILES))  # a fixed order: tables, charts and comparisons of two reads stay stable
     return [dict(zip(cols, r, strict=True)) for r in rows]
