@@ -140,3 +140,16 @@ def test_dry_run_plan_polls_but_writes_nothing(lam_api, duckdb_wh):
     [rec] = pq.read_table(live.files[0]).to_pylist()
     assert (rec["instance_id"], rec["bill_start"]) == (dry["instance_id"], dry["bill_start"])
     assert rec["bill_end"] >= dry["bill_end"]
+
+
+def test_a_poll_replayed_at_the_same_instant_is_recorded_once(lam_api, any_wh):
+    """Re-running a replay (make demo twice in one FINOPS_HOME) polled at instants already
+    recorded and died on lambda_polls' primary key; the lifetimes must come out the same."""
+    t0 = datetime(2026, 10, 1, tzinfo=UTC)
+    lam_api.instances = [gen.instance_json("i-a10", "nb", "gpu_1x_a10", "us-west-1", "active")]
+    for _ in range(2):
+        for h in range(3):
+            lam.poll_once(any_wh, SRC, _api(), polled_at=t0 + timedelta(hours=h))
+    assert any_wh.query("SELECT count(*) FROM lambda_polls") == [(3,)]
+    [row] = lam.period_intervals(any_wh, SRC, "2026-10")
+    assert (row["bill_start"], row["bill_end"]) == (datetime(2026, 10, 1), datetime(2026, 10, 1, 2))

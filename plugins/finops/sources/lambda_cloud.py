@@ -121,8 +121,10 @@ def save(wh: Warehouse, source: str, changed: dict[str, Lifetime], polled_at: da
                             ("last_seen", pa.timestamp("us")), ("ended_at", pa.timestamp("us")),
                             ("status", pa.string()), ("updated_at", pa.timestamp("us"))])
         wh.upsert_arrow(LIFETIMES, pa.Table.from_pylist(rows, schema=schema), keys=["source", "instance_id"])
-    wh.execute("INSERT INTO lambda_polls (source, polled_at, instance_count) VALUES (?, ?, ?)",
-               [source, _naive(polled_at), count])
+    # a poll at an instant already recorded (a replay, a re-run) is recorded once, not refused
+    polls = pa.table({"source": [source], "polled_at": pa.array([_naive(polled_at)], pa.timestamp("us")),
+                      "instance_count": pa.array([count], pa.int32())})
+    wh.insert_arrow("lambda_polls", polls, dedup_keys=["source", "polled_at"])
 
 
 def poll_once(wh: Warehouse, src: LambdaSource, api: LambdaApi, polled_at: datetime | None = None,
