@@ -6,6 +6,7 @@ import pytest
 
 from finops.orchestration.periods import (
     PeriodError,
+    check_period,
     default_periods,
     parse_period,
     period_bounds,
@@ -41,3 +42,12 @@ def test_resolve_periods_param_forms():
     assert resolve_periods("2026-09", today) == ["2026-09"]
     assert resolve_periods("2026-09,2026-08,2026-09", today) == ["2026-08", "2026-09"]
     assert resolve_periods(["2026-07"], today) == ["2026-07"]
+
+
+@pytest.mark.parametrize("bad", ["2026-10\n", " 2026-10", "2026-10 ", "0000-01", None, 202610])
+def test_check_period_takes_the_exact_string_only(bad):
+    """The one check before a period sits in SQL text, an S3 prefix or a path: no whitespace, no
+    trailing newline (a `$` regex let '2026-10\\n' through), a year in range, a string."""
+    with pytest.raises(PeriodError, match="YYYY-MM"):
+        check_period(bad)
+    assert check_period("2026-10") == "2026-10"

@@ -8,12 +8,9 @@ the wrong type. Pure string building: no DuckDB import.
 
 from __future__ import annotations
 
-import re
-
 from finops.focus.schema import BY_SNAKE, COLUMNS, Kind
+from finops.orchestration.periods import check_period
 from finops.warehouse.sqltypes import sql_type
-
-_PERIOD = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 
 
 class ProjectionError(ValueError):
@@ -29,11 +26,6 @@ def lit(value: str | None) -> str:
         return "NULL"
     return "'" + str(value).replace("'", "''") + "'"
 
-
-def check_period(period: str) -> str:
-    if not _PERIOD.match(period or ""):
-        raise ValueError(f"billing_period must be YYYY-MM, got {period!r}")
-    return period
 
 
 def period_bounds_sql(period: str, tz: str | None = None) -> tuple[str, str]:

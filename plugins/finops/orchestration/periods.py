@@ -22,6 +22,15 @@ def parse_period(text: str) -> tuple[int, int]:
     return year, int(m.group(2))
 
 
+def check_period(period: object) -> str:
+    """`period` itself when it is exactly 'YYYY-MM' (no whitespace, no trailing newline): the one
+    check before a period sits in SQL text, an S3 prefix or a file path."""
+    if not isinstance(period, str) or _PERIOD.fullmatch(period) is None:
+        raise PeriodError(f"billing_period must be YYYY-MM, got {period!r}")
+    parse_period(period)  # the year range
+    return period
+
+
 def shift(period: str, months: int) -> str:
     y, m = parse_period(period)
     idx = y * 12 + (m - 1) + months

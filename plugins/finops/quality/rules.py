@@ -11,15 +11,14 @@ from config (the source name) travel as expectation value sets, which GX binds.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Literal
 
 from finops.focus.schema import COLUMNS, SERVICE_SUBCATEGORIES, Kind
+from finops.orchestration.periods import check_period
 from finops.quality.currencies import ISO_4217
 
 RuleKind = Literal["not_null", "in_set", "rows"]
-PERIOD_RE = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 
 
 @dataclass(frozen=True)
@@ -38,12 +37,6 @@ class Rule:
     @property
     def key(self) -> str:
         return f"{self.column}:{self.rule}"
-
-
-def check_period(billing_period: str) -> str:
-    if not isinstance(billing_period, str) or not PERIOD_RE.match(billing_period):
-        raise ValueError(f"billing_period must be YYYY-MM, got {billing_period!r}")
-    return billing_period
 
 
 # GX substitutes {batch} with str.format, so a literal brace is written doubled.

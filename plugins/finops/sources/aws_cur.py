@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops.ingest import Converter, RawBatch
+from finops.orchestration.periods import check_period
 from finops.paths import subdir
 from finops.progress import Progress
 from finops.sources import DeliveryError
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_PERIOD = re.compile(r"^\d{4}-(0[1-9]|1[0-2])$")
 _SAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 
 
@@ -90,11 +90,6 @@ def _period_range(period: str) -> str:
     return f"{y:04d}{m:02d}01-{ny:04d}{nm:02d}01"
 
 
-def _check_period(period: str) -> None:
-    if not _PERIOD.match(period):
-        raise ValueError(f"billing period must be YYYY-MM, got {period!r}")
-
-
 def _newest(objs: list[dict[str, Any]]) -> dict[str, Any] | None:
     return max(objs, key=lambda o: (o["LastModified"], o["Key"])) if objs else None
 
@@ -122,7 +117,7 @@ def _key_from_ref(ref: str, bucket: str) -> str:
 
 def scan_cur2(client: Any, bucket: str, prefix: str, period: str) -> PeriodScan:
     """CUR 2.0 / Data Exports: metadata/BILLING_PERIOD=YYYY-MM/<export>-Manifest.json."""
-    _check_period(period)
+    check_period(period)
     root = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
     scan = PeriodScan(period)
     manifests = [o for o in _list(client, bucket, f"{root}metadata/BILLING_PERIOD={period}/") if o["Key"].endswith("Manifest.json")]
@@ -144,7 +139,7 @@ def scan_cur2(client: Any, bucket: str, prefix: str, period: str) -> PeriodScan:
 def scan_legacy(client: Any, bucket: str, prefix: str, period: str, report_name: str | None = None) -> PeriodScan:
     """Legacy CUR: <report prefix>/<YYYYMMDD-YYYYMMDD>/<report>-Manifest.json (the newest
     assembly; per-assembly copies live in <assemblyId>/ subfolders)."""
-    _check_period(period)
+    check_period(period)
     base = prefix.strip("/")
     report = report_name or (base.rsplit("/", 1)[-1] if base else "")
     if report_name and base and not base.endswith(report_name):
