@@ -31,6 +31,16 @@ def _find(columns: Mapping[str, str], *names: str) -> str | None:
     return None
 
 
+def _exact(kind: Kind, expr: str) -> str | None:
+    """`expr` as its exact FOCUS type when it is money, a quantity or a timestamp (naive UTC);
+    None for other kinds. One spelling for normalize_sql (csv text) and focus_sql (any input)."""
+    if kind in (Kind.MONEY, Kind.QUANTITY):
+        return f"CAST({expr} AS {DEC if kind is Kind.MONEY else QDEC})"
+    if kind is Kind.TIMESTAMP:
+        return f"CAST(CAST({expr} AS TIMESTAMPTZ) AS TIMESTAMP)"
+    return None
+
+
 class AwsFocusConverter:
     name = "focus"
     required_raw_columns = _REQUIRED
@@ -51,11 +61,9 @@ class AwsFocusConverter:
             src = _find(columns, col.name, col.snake)
             if src is None or not (columns.get(src) or "").upper().startswith("VARCHAR"):
                 continue
-            v = f"NULLIF(TRIM({sql_ident(src)}), '')"
-            if col.kind in (Kind.MONEY, Kind.QUANTITY):
-                typed.append(f"CAST({v} AS {DEC if col.kind is Kind.MONEY else QDEC}) AS {sql_ident(src)}")
-            elif col.kind is Kind.TIMESTAMP:
-                typed.append(f"CAST(CAST({v} AS TIMESTAMPTZ) AS TIMESTAMP) AS {sql_ident(src)}")
+            expr = _exact(col.kind, f"NULLIF(TRIM({sql_ident(src)}), '')")
+            if expr is not None:
+                typed.append(f"{expr} AS {sql_ident(src)}")
         return f"SELECT * REPLACE ({', '.join(typed)}) FROM {raw}" if typed else f"SELECT * FROM {raw}"
 
     def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
@@ -69,10 +77,9 @@ class AwsFocusConverter:
                 continue
             ident = sql_ident(src)
             t = (cols.get(src) or "").upper()
-            if col.kind in (Kind.MONEY, Kind.QUANTITY):
-                expr = f"CAST({ident} AS {DEC if col.kind is Kind.MONEY else QDEC})"
-            elif col.kind is Kind.TIMESTAMP:
-                expr = f"CAST(CAST({ident} AS TIMESTAMPTZ) AS TIMESTAMP)"
+            exact = _exact(col.kind, ident)
+            if exact is not None:
+                expr = exact
             elif col.kind is Kind.JSON:
                 if t.startswith("MAP") or t.startswith("STRUCT"):
                     expr = f"CASE WHEN {ident} IS NULL OR cardinality({ident}) = 0 THEN NULL ELSE CAST(to_json({ident}) AS VARCHAR) END" if t.startswith("MAP") else f"CAST(to_json({ident}) AS VARCHAR)"

@@ -27,7 +27,6 @@ def lit(value: str | None) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-
 def period_bounds_sql(period: str, tz: str | None = None) -> tuple[str, str]:
     """(start, end) TIMESTAMP expressions (naive UTC) of a YYYY-MM billing period, end exclusive.
     `tz`: the zone whose midnights bound the provider's month (GCP invoices by Pacific time, so
