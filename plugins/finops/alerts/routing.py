@@ -22,6 +22,11 @@ def routes_for(team: str | None, alerts: AlertsConfig) -> list[AlertRoute]:
     return hits
 
 
+def email_channel(conn_id: str, to: list[str]) -> str:
+    """The ledger's name for one e-mail route (the same recipients in any order are one channel)."""
+    return f"email:{conn_id}:{','.join(sorted(to))}"
+
+
 def _deliveries(route: AlertRoute) -> list[tuple[str, Callable[[AlertEvent], None]]]:
     from finops.alerts.email import send_alert_email
     from finops.alerts.slack import send_slack
@@ -32,7 +37,7 @@ def _deliveries(route: AlertRoute) -> list[tuple[str, Callable[[AlertEvent], Non
         out.append((f"slack:{s_conn}:{chan or ''}", lambda e: send_slack(e, s_conn, chan)))
     if route.email_conn_id and route.email_to:
         m_conn, to = route.email_conn_id, list(route.email_to)
-        out.append((f"email:{m_conn}:{','.join(sorted(to))}", lambda e: send_alert_email(e, m_conn, to)))
+        out.append((email_channel(m_conn, to), lambda e: send_alert_email(e, m_conn, to)))
     return out
 
 

@@ -141,13 +141,16 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prun
     from finops.paths import subdir
 
     written: list[Path] = []
+    folders: set[tuple[Path, str]] = set()  # (month folder, view suffix) these reports were written to
     for r in reports:
         base = (out_dir or subdir("reports")) / safe_filename(r.period)
         base.mkdir(parents=True, exist_ok=True)
         team = safe_filename(r.team)[:80]
         if team != r.team:
             team += "-" + hashlib.sha256(r.team.encode()).hexdigest()[:8]
-        stem = f"{team}-{safe_filename(r.view)}"
+        view = safe_filename(r.view)
+        folders.add((base, view))
+        stem = f"{team}-{view}"
         html = base / f"{stem}.html"
         csv_path = base / f"{stem}.csv"
         img = "data:image/png;base64," + base64.b64encode(r.chart_png).decode() if r.chart_png else None
@@ -157,10 +160,9 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prun
         written += [html, csv_path]
     if prune:
         keep = set(written)
-        for r in reports:
-            base = (out_dir or subdir("reports")) / safe_filename(r.period)
+        for base, view in folders:
             for ext in ("html", "csv"):
-                for old in base.glob(f"*-{safe_filename(r.view)}.{ext}"):
+                for old in base.glob(f"*-{view}.{ext}"):
                     if old not in keep:
                         old.unlink(missing_ok=True)
     return written
@@ -178,7 +180,7 @@ def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: Alert
     to re-send every report before the failing one) unless `resend` (someone asked for it again).
     Raises ReportDeliveryError at the end."""
     from finops.alerts.email import Attachment, build_message, default_sender, send_message
-    from finops.alerts.routing import routes_for
+    from finops.alerts.routing import email_channel, routes_for
 
     sent: dict[str, list[str]] = {}
     errors: list[str] = []
@@ -188,7 +190,7 @@ def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: Alert
         for route in routes_for(r.team, alerts):
             if not (route.email_conn_id and route.email_to):
                 continue
-            channel = f"email:{route.email_conn_id}:{','.join(sorted(route.email_to))}"
+            channel = email_channel(route.email_conn_id, route.email_to)
             if channel in seen:
                 continue
             seen.add(channel)
