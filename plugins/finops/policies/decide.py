@@ -132,6 +132,8 @@ def exemption(policy: Policy, r: Resource) -> str | None:
 
 # ---------------------------------------------------------------- marks --------------
 _MARK_SLACK = timedelta(minutes=1)  # marks have minute resolution: ours can read up to 59 s early
+
+
 def format_mark(now: datetime) -> str:
     """ISO 8601 basic UTC, lowercase so it is a valid GCP label value: 20261122t1335z."""
     return now.astimezone(UTC).strftime("%Y%m%dt%H%Mz")
