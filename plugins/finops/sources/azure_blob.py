@@ -107,7 +107,8 @@ def _apply_manifest(run: ExportRun, manifest: dict[str, Any]) -> None:
     run.blobs = listed
 
 
-def plan_batches(src: AzureSource, billing_period: str) -> list[RawBatch]:
+def plan_batches(src: AzureSource, billing_period: str, *, record: bool = True) -> list[RawBatch]:
+    # record: the planners' shared protocol (False in a dry run); this one never writes to the warehouse
     from airflow.providers.microsoft.azure.hooks.wasb import WasbHook
 
     hook = WasbHook(wasb_conn_id=src.conn_id)

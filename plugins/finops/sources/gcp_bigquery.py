@@ -114,8 +114,9 @@ def _queries(src: GcpSource, period: str) -> tuple[str, str, list[Any]]:
     return probe, f"SELECT * FROM {table} WHERE {where}", params
 
 
-def plan_batches(src: GcpSource, billing_period: str) -> list[RawBatch]:
-    """Extract one invoice month to local parquet; [] when BigQuery has no rows for it."""
+def plan_batches(src: GcpSource, billing_period: str, *, record: bool = True) -> list[RawBatch]:
+    """Extract one invoice month to local parquet; [] when BigQuery has no rows for it. `record`:
+    the planners' shared protocol (False in a dry run); this one never writes to the warehouse."""
     from google.cloud import bigquery
 
     client = bq_client(src.conn_id, src.project)

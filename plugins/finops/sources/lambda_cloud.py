@@ -19,7 +19,6 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -148,19 +147,15 @@ def period_intervals(wh: Warehouse, src: LambdaSource, period: str,
     that replace the stored ones of the same instance (a dry run's unrecorded poll)."""
     start, end = period_bounds(period)
     rows = wh.query(
-        f"SELECT instance_id, name, instance_type, region, price_cents_per_hour, first_seen, last_seen, ended_at "
-        f"FROM {LIFETIMES} WHERE source = ? AND first_seen < ? AND COALESCE(ended_at, last_seen) > ? "
-        "ORDER BY instance_id",
+        f"SELECT {_LIFETIME_COLS} FROM {LIFETIMES} WHERE source = ? AND first_seen < ? "
+        "AND COALESCE(ended_at, last_seen) > ?",
         [src.name, end, start],
     )
-    lifetimes = {r[0]: Lifetime(r[0], r[1], r[2], r[3], int(r[4]), r[5], r[6], r[7]) for r in rows}
-    for iid, lt in (overlay or {}).items():  # stored naive UTC; a poll's lifetimes are aware
-        lifetimes[iid] = replace(lt, first_seen=_naive(lt.first_seen), last_seen=_naive(lt.last_seen),
-                                 ended_at=_naive(lt.ended_at))
+    lifetimes = {r[0]: _lifetime(r) for r in rows} | (overlay or {})
     out = []
     for iid in sorted(lifetimes):
         lt = lifetimes[iid]
-        b0, b1 = billable_interval(lt)
+        b0, b1 = (_naive(t) for t in billable_interval(lt))
         b0, b1 = max(b0, start), min(b1, end)
         if b1 > b0:
             out.append({"instance_id": iid, "name": lt.name, "instance_type": lt.instance_type, "region": lt.region,

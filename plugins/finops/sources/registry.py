@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 
-def _aws_plan(src: Any, period: str, dry_run: bool = False) -> list[Any]:
+def _aws_plan(src: Any, period: str, *, record: bool = True) -> list[Any]:
     from finops.sources import aws_cur
 
     batch = aws_cur.fetch_batch(src, period)
@@ -24,16 +24,13 @@ def _aws_converter(src: Any) -> Any:
 
 
 def _module_adapters(module: str) -> tuple[Callable[..., list[Any]], Callable[[Any], Any]]:
-    """For sources whose module already speaks `plan_batches(src, period)` / `converter_for(src)`.
-    A dry run reaches the planners that record state while planning (Lambda's poll) as record=False."""
+    """For sources whose module already speaks `plan_batches(src, period, *, record)` /
+    `converter_for(src)`."""
 
-    def plan(src: Any, period: str, dry_run: bool = False) -> list[Any]:
+    def plan(src: Any, period: str, *, record: bool = True) -> list[Any]:
         import importlib
 
-        mod = importlib.import_module(module)
-        if dry_run and module in _RECORDING:
-            return mod.plan_batches(src, period, record=False)
-        return mod.plan_batches(src, period)
+        return importlib.import_module(module).plan_batches(src, period, record=record)
 
     def conv(src: Any) -> Any:
         import importlib
@@ -43,7 +40,6 @@ def _module_adapters(module: str) -> tuple[Callable[..., list[Any]], Callable[[A
     return plan, conv
 
 
-_RECORDING = {"finops.sources.lambda_cloud"}  # planning writes warehouse state (the instance poll)
 _PLANNERS: dict[str, Callable[..., list[Any]]] = {"aws": _aws_plan}
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {"aws": _aws_converter}
 for _provider, _module in (("gcp", "finops.sources.gcp_bigquery"), ("azure", "finops.sources.azure_blob"),
@@ -56,12 +52,13 @@ def providers() -> list[str]:
 
 
 def plan_batches(provider: str, source_cfg: Any, billing_period: str, *, dry_run: bool = False) -> list[Any]:
-    """The period's batches. dry_run: plan without writing anything to the warehouse."""
+    """The period's batches. dry_run: plan without writing anything to the warehouse (every
+    planner takes `record`; Lambda's is the one that writes while planning, its instance poll)."""
     try:
         planner = _PLANNERS[provider]
     except KeyError:
         raise ValueError(f"unknown provider {provider!r}; known: {providers()}") from None
-    return planner(source_cfg, billing_period, dry_run)
+    return planner(source_cfg, billing_period, record=not dry_run)
 
 
 def converter_for(provider: str, source_cfg: Any) -> Any:
