@@ -98,6 +98,14 @@ def test_quick_smoke_run_never_replaces_full_figures(any_wh, bench_doc):
     assert latest[("matmul_tflops", "bf16")] == 750.0
 
 
+def test_the_latest_view_names_every_quick_profile():
+    """Migration 301's view spells the smoke-test profiles as literals: they must be the bench's."""
+    from finops.bench.profiles import CUDA_QUICK
+    from finops.warehouse.migrations import m0301_gpu_benchmarks_latest_full as m0301
+
+    assert m0301.QUICK_PROFILES == (CUDA_QUICK.name,)
+
+
 def test_a_document_failing_half_way_stores_nothing(any_wh, bench_doc):
     """An error part-way through storing (here a later metric's value no float can hold) rolls
     the whole document back: the figures already stored stay, no partial run is left behind

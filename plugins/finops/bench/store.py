@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.bench.profiles import CUDA_QUICK
 from finops.bench.schema import validate
 from finops.warehouse.base import Warehouse
 
@@ -17,7 +16,6 @@ _METRIC_COLS = ("bench_run_id", "provider", "region", "instance_type", "pricing_
 _RUN_COLS = ("bench_run_id", "dag_run_id", "provider", "region", "instance_type", "pricing_model", "status",
              "instance_ids", "results_uri", "gpu_model", "gpu_count", "schema_version", "profile", "errors", "raw",
              "launched_at", "measured_at", "finished_at")
-QUICK_PROFILES = (CUDA_QUICK.name,)  # smoke tests: stored and reported, never the reference figures
 
 
 def _naive(ts: str | datetime | None) -> datetime | None:
@@ -87,20 +85,12 @@ def store_result(wh: Warehouse, *, bench_run_id: str, dag_run_id: str | None, ta
 def latest_rows(wh: Warehouse) -> list[dict[str, Any]]:
     """Newest figure per (provider, region, instance type, metric, dtype), as dicts for pricing.
 
-    Smoke-test runs (the quick profile: one 4096^3 matmul, a 4-layer d512 model) are left out:
-    their step time is another model's, so a quick run must never replace the full figures that
-    $/1k steps and $/TFLOP-h compare across instance types (same ranking as gpu_benchmarks_latest)."""
+    Smoke-test runs (the quick profile: one 4096^3 matmul, a 4-layer d512 model) are left out by
+    the gpu_benchmarks_latest view (migration 301): their step time is another model's, so a quick
+    run must never replace the full figures that $/1k steps and $/TFLOP-h compare."""
     cols = ("provider", "region", "instance_type", "pricing_model", "gpu_model", "gpu_count", "metric", "dtype",
             "value", "unit", "measured_at")
-    rows = wh.query(
-        f"SELECT {', '.join(cols)} FROM ("
-        f"  SELECT {', '.join('b.' + c for c in cols)}, ROW_NUMBER() OVER ("
-        "    PARTITION BY b.provider, b.region, b.instance_type, b.metric, COALESCE(b.dtype, '')"
-        "    ORDER BY b.measured_at DESC, b.bench_run_id DESC) AS rn"
-        "  FROM gpu_benchmarks b"
-        "  WHERE NOT EXISTS (SELECT 1 FROM gpu_benchmark_runs r"
-        "                    WHERE r.bench_run_id = b.bench_run_id"
-        f"                      AND r.profile IN ({', '.join('?' for _ in QUICK_PROFILES)}))"
-        ") ranked WHERE rn = 1 ORDER BY provider, region, instance_type, metric, COALESCE(dtype, '')",
-        list(QUICK_PROFILES))  # a fixed order: tables, charts and comparisons of two reads stay stable
+    rows = wh.query(  # a fixed order: tables, charts and comparisons of two reads stay stable
+        f"SELECT {', '.join(cols)} FROM gpu_benchmarks_latest "
+        "ORDER BY provider, region, instance_type, metric, COALESCE(dtype, '')")
     return [dict(zip(cols, r, strict=True)) for r in rows]
