@@ -122,39 +122,37 @@ def refresh_partition(
     keys = team_keys if team_keys is not None else team_tag_keys()
     computed = _from_parquet(rows_from, keys, source, period) if rows_from else None
     now = datetime.now(UTC).replace(tzinfo=None)
-    wh.execute("BEGIN")
-    try:
-        if wh.dialect == "postgres":
-            # two refreshes of one partition at once (a load's own, another DAG's refresh_stale)
-            # queue here: unlocked, the second DELETE misses the first's new rows and both insert
-            wh.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))",
-                       [f"finops.ui_rollup.{getattr(wh, 'schema', '')}.{source}\x1f{period}"])
-        wh.execute("DELETE FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?", [source, period])
-        if computed:
-            wh.insert_arrow("ui_cost_daily", computed[0])
-        else:
-            wh.execute(f"INSERT INTO ui_cost_daily {_AGG}", [source, period])
-        if wh.table_exists("ui_resource_monthly"):
-            wh.execute("DELETE FROM ui_resource_monthly WHERE x_source = ? AND x_billing_period = ?",
-                       [source, period])
+    # two refreshes of one partition at once (a load's own, another DAG's refresh_stale) queue
+    # here: unlocked, the second DELETE misses the first's new rows and both insert
+    with wh.partition_lock("ui_rollups", {"x_source": source, "x_billing_period": period}):
+        wh.execute("BEGIN")
+        try:
+            wh.execute("DELETE FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?", [source, period])
             if computed:
-                wh.insert_arrow("ui_resource_monthly", computed[1])
+                wh.insert_arrow("ui_cost_daily", computed[0])
             else:
-                sql, params = _resource_sql(wh.dialect, keys, source, period)
-                wh.execute(f"INSERT INTO ui_resource_monthly {sql}", params)
-        n = wh.query("SELECT COUNT(*) FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?",
-                     [source, period])[0][0]
-        wh.execute("DELETE FROM ui_rollup_state WHERE x_source = ? AND x_billing_period = ?", [source, period])
-        wh.execute(
-            "INSERT INTO ui_rollup_state (x_source, x_billing_period, loaded_at, refreshed_at, row_count) "
-            "VALUES (?, ?, ?, ?, ?)",
-            [source, period, loaded or now, now, n],
-        )
-        wh.execute("COMMIT")
-    except BaseException:
-        wh.execute("ROLLBACK")
-        raise
-    return int(n)
+                wh.execute(f"INSERT INTO ui_cost_daily {_AGG}", [source, period])
+            if wh.table_exists("ui_resource_monthly"):
+                wh.execute("DELETE FROM ui_resource_monthly WHERE x_source = ? AND x_billing_period = ?",
+                           [source, period])
+                if computed:
+                    wh.insert_arrow("ui_resource_monthly", computed[1])
+                else:
+                    sql, params = _resource_sql(wh.dialect, keys, source, period)
+                    wh.execute(f"INSERT INTO ui_resource_monthly {sql}", params)
+            n = wh.query("SELECT COUNT(*) FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?",
+                         [source, period])[0][0]
+            wh.execute("DELETE FROM ui_rollup_state WHERE x_source = ? AND x_billing_period = ?", [source, period])
+            wh.execute(
+                "INSERT INTO ui_rollup_state (x_source, x_billing_period, loaded_at, refreshed_at, row_count) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [source, period, loaded or now, now, n],
+            )
+            wh.execute("COMMIT")
+        except BaseException:
+            wh.execute("ROLLBACK")
+            raise
+        return int(n)
 
 
 def refresh_stale(wh: Warehouse) -> list[tuple[str, str]]:

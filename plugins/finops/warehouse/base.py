@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
     import pyarrow as pa
 
     from finops.config import FinOpsConfig
@@ -107,6 +109,11 @@ class Warehouse(Protocol):
         """Insert or replace rows by key, in one transaction."""
 
     def table_exists(self, table: str) -> bool: ...
+
+    def partition_lock(self, table: str, partition: dict[str, Any]) -> AbstractContextManager[Any]:
+        """Held around a DELETE + INSERT of one partition of a derived table: two writers of the
+        same partition at once (threads, processes) queue instead of both inserting beside each
+        other (an MVCC DELETE does not see the other's uncommitted rows)."""
 
     def close(self) -> None: ...
 

@@ -144,6 +144,11 @@ class DuckDBWarehouse:
                 return getattr(rel, name)()
         raise WarehouseError("this duckdb version cannot export arrow tables")
 
+    def partition_lock(self, table: str, partition: dict[str, Any]) -> threading.Lock:
+        """The in-process lock of one partition of this file (see _partition_lock); other
+        processes are kept out by DuckDB's own file lock."""
+        return _partition_lock(self.path, table, partition)
+
     def table_exists(self, table: str) -> bool:
         return bool(
             self.query(
@@ -266,7 +271,7 @@ class DuckDBWarehouse:
         if not partition:
             raise WarehouseError(f"{what} needs at least one partition key")
         where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
-        with _partition_lock(self.path, table, partition), self._unordered_inserts():
+        with self.partition_lock(table, partition), self._unordered_inserts():
             self.con.execute("BEGIN")
             try:
                 self.con.execute(f"DELETE FROM {_ident(table)} WHERE {where}", list(partition.values()))

@@ -17,7 +17,8 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -144,6 +145,20 @@ class PostgresWarehouse:
                     break
             return pg_arrow.concat(chunks)
 
+    def _lock_key(self, table: str, partition: dict[str, Any]) -> str:
+        return json.dumps([self.schema, table, partition], sort_keys=True, default=str)
+
+    @contextmanager
+    def partition_lock(self, table: str, partition: dict[str, Any]) -> Iterator[None]:
+        """A session advisory lock on (schema, table, partition), the key replace_partition
+        takes inside its own transaction; released on exit, or when the connection ends."""
+        key = self._lock_key(table, partition)
+        self.conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", [key])
+        try:
+            yield
+        finally:
+            self.conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", [key])
+
     def table_exists(self, table: str) -> bool:
         return bool(
             self.query(
@@ -248,7 +263,7 @@ class PostgresWarehouse:
         if not partition:
             raise WarehouseError("replace_partition needs at least one partition key")
         where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
-        lock_key = json.dumps([self.schema, table, partition], sort_keys=True, default=str)
+        lock_key = self._lock_key(table, partition)
         inserted = 0
         current = None
         label = " ".join(str(v) for v in partition.values())
