@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from finops.focus.gcp_billing import INVOICE_TZ
+
 BILLING_ACCOUNT = "01A2B3-C4D5E6-F7G8H9"
 
 # (service id, description) ; (sku id, description, unit, pricing unit, usd list price per pricing unit)
@@ -152,7 +154,7 @@ def generate(period: str = "2026-10", days: int = 3, seed: int = 7, currency: st
     rng = random.Random(seed)
     year, month = (int(p) for p in period.split("-"))
     inv = f"{year:04d}{month:02d}"
-    start = datetime(year, month, 1, tzinfo=ZoneInfo("America/Los_Angeles")).astimezone(UTC)  # invoice months are Pacific
+    start = datetime(year, month, 1, tzinfo=ZoneInfo(INVOICE_TZ)).astimezone(UTC)  # invoice months are Pacific
     rate = 1.0 if currency == "USD" else 0.92
     rows: list[dict[str, Any]] = []
     for h in range(days * 24):

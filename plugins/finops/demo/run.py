@@ -278,8 +278,9 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
         for p, prov, cur, n, b, e in rows:
             got[(p, prov)] = Decimal(b)
             exp = expected.get(prov, {}).get(p)
-            mark = "" if exp is None else f" {exp:>14,.2f} {_check(Decimal(b), exp)}"
-            if exp is not None and _check(Decimal(b), exp) != "ok":
+            verdict = None if exp is None else _check(Decimal(b), exp)
+            mark = "" if exp is None else f" {exp:>14,.2f} {verdict}"
+            if verdict not in (None, "ok"):
                 problems.append(f"{p} {prov}: billed {b} != expected {exp}")
             lines.append(f"  {p:8} {prov:8} {cur:4} {n:>9,} {b:>14,.2f} {e:>14,.2f}{mark}")
         for prov, per in expected.items():  # expected but nothing loaded
