@@ -31,6 +31,14 @@ def _prepared(settings, idx=0, run=DAG_RUN):
     return lifecycle.prepare(settings, targets[idx], run)
 
 
+def _launch_live(bench_ec2, settings, aws_conn, wh):
+    """(launcher, prepared run, its live launch on moto): the start of most lifecycle tests."""
+    launcher = _launcher(bench_ec2, settings)
+    prepared = _prepared(settings)
+    launched = lifecycle.launch(prepared, settings, launcher, dry_run=False, wh=wh, presign=make_presign(aws_conn))
+    return launcher, prepared, launched
+
+
 def _alive(client) -> list[str]:
     res = client.describe_instances(Filters=[{"Name": "instance-state-name",
                                               "Values": ["pending", "running", "stopping", "stopped"]}])
@@ -67,10 +75,7 @@ def _runs(wh):
 
 def test_happy_path_launch_wait_collect_terminate(bench_ec2, bench_settings, duckdb_wh, aws_conn):
     client, image = bench_ec2
-    launcher = _launcher(bench_ec2, bench_settings)
-    prepared = _prepared(bench_settings)
-    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                                presign=make_presign(aws_conn))
+    launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)
     [iid] = launched["instance_ids"]
     desc = client.describe_instances(InstanceIds=[iid])["Reservations"][0]["Instances"][0]
     tags = {t["Key"]: t["Value"] for t in desc["Tags"]}
@@ -146,10 +151,7 @@ def test_results_never_arrive(bench_ec2, bench_settings, finops_home, aws_conn, 
     from finops.warehouse import connect
 
     client, _ = bench_ec2
-    launcher = _launcher(bench_ec2, bench_settings)
-    prepared = _prepared(bench_settings)
-    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=None,
-                                presign=make_presign(aws_conn))
+    launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, None)
     event = _wait(launched, bench_settings, timeout_s=0.3)
     assert event["status"] == "timeout" and event["polls"] >= 1 and event["waited_s"] >= 0.3
     op = WaitForBenchResultsOperator(task_id="wait", launched=launched | {"dag_run_id": DAG_RUN})
@@ -173,10 +175,7 @@ def test_results_never_arrive(bench_ec2, bench_settings, finops_home, aws_conn, 
 ])
 def test_collect_fails_then_teardown(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts, body, message):
     client, _ = bench_ec2
-    launcher = _launcher(bench_ec2, bench_settings)
-    prepared = _prepared(bench_settings)
-    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                                presign=make_presign(aws_conn))
+    launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)
     _instance_puts(_upload_url(client, launched["instance_ids"][0]), body)
     with pytest.raises(lifecycle.CollectError, match=message):
         lifecycle.collect(launched, make_reader(aws_conn), duckdb_wh)
@@ -190,10 +189,7 @@ def test_collect_fails_then_teardown(bench_ec2, bench_settings, duckdb_wh, aws_c
 
 def test_terminate_fails_then_succeeds(bench_ec2, bench_settings, duckdb_wh, aws_conn):
     client, _ = bench_ec2
-    launcher = _launcher(bench_ec2, bench_settings)
-    prepared = _prepared(bench_settings)
-    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                                presign=make_presign(aws_conn))
+    launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)
     failures = {"left": 2}
 
     def flaky(**kwargs):
@@ -216,10 +212,7 @@ def test_terminate_fails_then_succeeds(bench_ec2, bench_settings, duckdb_wh, aws
 
 def test_terminate_never_succeeds_is_loud(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
     client, _ = bench_ec2
-    launcher = _launcher(bench_ec2, bench_settings)
-    prepared = _prepared(bench_settings)
-    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                                presign=make_presign(aws_conn))
+    launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)
 
     def broken(**kwargs):
         raise botocore.exceptions.ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "no"}},
@@ -301,10 +294,7 @@ def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aw
     from finops.bench.suite import run_suite
 
     client, _ = bench_ec2
-    launcher = _launcher(bench_ec2, bench_settings)
-    prepared = _prepared(bench_settings)
-    launched = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                                presign=make_presign(aws_conn))
+    launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)
     iid = launched["instance_ids"][0]
     ud = client.describe_instance_attribute(InstanceId=iid, Attribute="userData")["UserData"]["Value"]
     assert " --device=cuda " in base64.b64decode(ud).decode()  # no silent fallback on the instance
