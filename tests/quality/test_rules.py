@@ -105,3 +105,30 @@ def test_import_is_cheap_and_gx_free():
         "assert 'great_expectations' not in sys.modules, 'GX imported eagerly'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def _offending(rule, typ: str, values: list[tuple]) -> list:
+    """The rows a rule's WHERE flags, run in DuckDB exactly as GX sends it (str.format'ed)."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t ({', '.join(f'{c} {typ}' for c in rule.needs)})")
+    con.executemany(f"INSERT INTO t VALUES ({', '.join('?' for _ in rule.needs)})", values)
+    sql = f"SELECT {', '.join(rule.needs)} FROM {{batch}} WHERE {rule.where}".format(batch="t")
+    return sorted(con.execute(sql).fetchall(), key=repr)
+
+
+@pytest.mark.parametrize("typ", ["VARCHAR", "JSON"])  # staging parquet / the warehouse column
+def test_json_object_rule_flags_everything_but_objects(typ):
+    rule = next(r for r in build_rules("2026-03") if r.key == "tags:json_object")
+    good = ['{"a":1}', '  \t\n{"a": [1]}', "{}"]
+    bad = ["[1]", '"x"', "null", "1", "true"] + ([] if typ == "JSON" else ["{bad", "", " ", "not json"])
+    got = _offending(rule, typ, [(v,) for v in good + bad + [None]])
+    assert got == sorted([(v,) for v in bad], key=repr)
+
+
+def test_parent_category_rule_flags_wrong_and_unknown_subcategories():
+    rule = next(r for r in build_rules("2026-03") if r.key == "service_subcategory:parent_category")
+    ok = [("Virtual Machines", "Compute"), (None, "Storage"), ("Virtual Machines", None)]
+    bad = [("Virtual Machines", "Storage"), ("No Such Thing", "Compute"), ("virtual machines", "Compute")]
+    assert _offending(rule, "VARCHAR", ok + bad) == sorted(bad, key=repr)

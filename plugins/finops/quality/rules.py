@@ -39,17 +39,17 @@ class Rule:
         return f"{self.column}:{self.rule}"
 
 
-# GX substitutes {batch} with str.format, so a literal brace is written doubled.
-_WS = "chr(32) || chr(9) || chr(10) || chr(13)"
 # Larger allowed sets become a WHERE ... NOT IN filter: DuckDB hashes an IN list in a filter
 # (2M rows: 0.03 s) but not inside GX's SUM(CASE WHEN NOT col IN (...)) (4 s for 182 codes).
 SMALL_SET = 8
 
 
 def _json_object(col: str) -> str:
-    # valid JSON whose first non-blank character is "{" is an object; json_type() would parse
-    # every document again (15x slower on 2M rows).
-    return f"{col} IS NOT NULL AND NOT (json_valid({col}) AND starts_with(ltrim({col}, {_WS}), '{{{{'))"
+    # CASE, so json_type() only sees valid documents (it raises on the others). Measured on 2M
+    # rows (bench/validate.py): 0.01 s on the warehouse's JSON column, 0.6 s on staging VARCHAR,
+    # where the earlier "first non-blank character is {" test took 1.0-1.3 s: ltrim() with a
+    # character set costs more than parsing the document.
+    return f"{col} IS NOT NULL AND (CASE WHEN json_valid({col}) THEN json_type({col}) <> 'OBJECT' ELSE true END)"
 
 
 def _literal(value: str) -> str:
@@ -84,14 +84,17 @@ def build_rules(billing_period: str, source: str | None = None) -> list[Rule]:
     for s in ("billing_currency", "pricing_currency"):
         rules.append(_set_rule(s, "iso_4217", "not an ISO 4217 currency code", tuple(sorted(ISO_4217))))
     sub, cat = "service_subcategory", "service_category"
-    pairs = ", ".join(_literal(f"{k} | {v}") for k, v in SERVICE_SUBCATEGORIES.items())
+    # every subcategory has one parent: a MAP lookup per row (2M rows: 0.07 s) instead of
+    # building "sub | cat" strings for an IN list (0.32 s); an unknown subcategory looks up NULL
+    subs = ", ".join(_literal(k) for k in SERVICE_SUBCATEGORIES)
+    cats = ", ".join(_literal(v) for v in SERVICE_SUBCATEGORIES.values())
     rules.append(
         Rule(
             sub,
             "parent_category",
             "rows",
             "subcategory does not belong to service_category",
-            where=f"{sub} IS NOT NULL AND {cat} IS NOT NULL AND concat({sub}, ' | ', {cat}) NOT IN ({pairs})",
+            where=f"{sub} IS NOT NULL AND {cat} IS NOT NULL AND MAP([{subs}], [{cats}])[{sub}] IS DISTINCT FROM {cat}",
             needs=(sub, cat),
             show_values=True,
         )
