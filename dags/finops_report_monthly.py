@@ -28,8 +28,9 @@ from airflow.sdk import Param, dag, get_current_context, task
         "teams": Param([], type="array", items={"type": "string"}, title="Teams",
                        description="Only these teams (empty = every team in chargeback_monthly)."),
         "resend": Param(False, type="boolean", title="Send again",
-                        description="E-mail reports even to routes that already got these exact figures "
-                                    "(off: a re-run or retry sends each unchanged report once per route)."),
+                        description="E-mail reports even to routes that already got these exact figures, once "
+                                    "for this run (off: a re-run or retry sends each unchanged report once per "
+                                    "route)."),
     },
     tags=["finops", "showback", "report"],
     doc_md=__doc__,
@@ -44,7 +45,8 @@ def finops_report_monthly():
         today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now(UTC)).date()
         period = p.get("billing_period") or previous_period(today)
         return run_report_task(period, p.get("cost_view", "amortised"), bool(p.get("send_email", True)),
-                               list(p.get("teams") or []), resend=bool(p.get("resend", False)))
+                               list(p.get("teams") or []), resend=bool(p.get("resend", False)),
+                               run_id=ctx["run_id"])
 
     report()
 

@@ -92,6 +92,99 @@ def test_report_retry_after_a_failed_route_sends_each_report_once(duckdb_wh, fin
     assert email_reports(build_reports(wh, "2026-10", "billed"), alerts, ledger) == {"b": ["b@example.com"]}
 
 
+def test_a_retry_of_a_send_again_run_resends_each_report_once(duckdb_wh, finops_home, alert_smtp, monkeypatch):
+    """"Send again" with one route down: the task's retry must not e-mail the reports that run
+    already re-sent (before, resend skipped the ledger altogether: every retry re-sent them all)."""
+    import json
+
+    import pytest
+
+    from finops.alerts.dedup import AlertLedger
+    from finops.allocation.report import ReportDeliveryError
+    from tests.fixtures.alerts import _free_port
+
+    wh = duckdb_wh
+    insert_focus(wh, [focus_row("2026-10-01", "10", tags={"team": "a"}),
+                      focus_row("2026-10-01", "20", tags={"team": "b"})])
+    run_showback(wh, "2026-10", parse_rules({}))
+    reports = build_reports(wh, "2026-10", "billed")
+    up = {"conn_type": "smtp", "host": "127.0.0.1", "port": alert_smtp.port,
+          "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "finops@example.com",
+                    "retry_limit": 0, "timeout": 2}}
+    monkeypatch.setenv("AIRFLOW_CONN_TEAM_A_SMTP", json.dumps(up))
+    alerts = AlertsConfig(routes=[
+        AlertRoute(team="a", email_conn_id="team_a_smtp", email_to=["a@example.com"]),
+        AlertRoute(team="b", email_conn_id=alert_smtp.conn_id, email_to=["b@example.com"]),
+    ])
+    ledger = AlertLedger(wh)
+    assert email_reports(reports, alerts, ledger) == {"a": ["a@example.com"], "b": ["b@example.com"]}
+    alert_smtp.envelopes.clear()
+
+    monkeypatch.setenv("AIRFLOW_CONN_TEAM_A_SMTP", json.dumps({**up, "port": _free_port()}))  # a's route down
+    with pytest.raises(ReportDeliveryError, match="team_a_smtp"):
+        email_reports(reports, alerts, ledger, resend=True, run_id="manual__resend")
+    assert [env[1] for env in alert_smtp.envelopes] == [["b@example.com"]]
+    monkeypatch.setenv("AIRFLOW_CONN_TEAM_A_SMTP", json.dumps(up))
+    # the retry of that run: only a's report is still owed
+    assert email_reports(reports, alerts, ledger, resend=True, run_id="manual__resend") == {"a": ["a@example.com"]}
+    assert email_reports(reports, alerts, ledger, resend=True, run_id="manual__resend") == {}
+    assert sorted(env[1][0] for env in alert_smtp.envelopes) == ["a@example.com", "b@example.com"]
+    # another run asking again sends again
+    assert email_reports(reports, alerts, ledger, resend=True, run_id="manual__later") == {
+        "a": ["a@example.com"], "b": ["b@example.com"]}
+
+
+def test_two_runs_at_once_email_each_report_once(any_wh, request, finops_home, alert_smtp):
+    """The scheduled report and a manual trigger of the same month at the same moment (each its
+    own task, its own warehouse connection): each team's report is e-mailed once."""
+    import threading
+
+    from finops.alerts.dedup import AlertLedger
+
+    insert_focus(any_wh, [focus_row("2026-10-01", "10", tags={"team": "a"}),
+                          focus_row("2026-10-01", "20", tags={"team": "b"})])
+    run_showback(any_wh, "2026-10", parse_rules({}))
+    if any_wh.dialect == "duckdb":
+        from finops.paths import warehouse_path
+        from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+        def open_wh():
+            return DuckDBWarehouse(warehouse_path())
+    else:
+        from finops.warehouse.postgres_wh import PostgresWarehouse
+
+        dsn = request.getfixturevalue("pg_dsn")
+
+        def open_wh():
+            return PostgresWarehouse.from_dsn(dsn, schema=any_wh.schema)
+
+    alerts = AlertsConfig(routes=[AlertRoute(team="*", email_conn_id=alert_smtp.conn_id,
+                                             email_to=["finops@example.com"])])
+    barrier = threading.Barrier(3)
+    results: list[dict] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        wh = open_wh()
+        try:
+            reports = build_reports(wh, "2026-10", "billed")
+            barrier.wait()
+            results.append(email_reports(reports, alerts, AlertLedger(wh)))
+        except BaseException as e:  # noqa: BLE001 - asserted below
+            errors.append(e)
+        finally:
+            wh.close()
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert sorted(team for r in results for team in r) == ["a", "b"]
+    assert len(alert_smtp.envelopes) == 2
+
+
 def test_saved_reports_never_overwrite_each_other(duckdb_wh, finops_home):
     """Teams whose names clean to the same file name, and the two cost views of one month,
     each keep their own files."""

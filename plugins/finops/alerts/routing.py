@@ -1,12 +1,14 @@
 """Routes from finops.yaml `alerts:` -> sinks. An event goes to every route whose team is
 the event's team, plus the catch-all routes (team "*"); when none match, to default_route.
 Each route may name a Slack connection (webhook, or API + channel) and / or an SMTP
-connection with recipients. With a ledger, a dedup_key is delivered once per channel."""
+connection with recipients. With a ledger, a dedup_key is delivered once per channel (claimed
+before it is sent: see finops.alerts.dedup)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from finops.alerts.dedup import AlertLedger
 from finops.alerts.events import AlertEvent, register_sink
@@ -53,16 +55,14 @@ def make_sink(alerts: AlertsConfig, ledger: AlertLedger | None = None) -> Callab
                 if channel in seen:
                     continue
                 seen.add(channel)
-                if ledger and event.dedup_key and ledger.sent(event.dedup_key, channel):
-                    log.info("alert %s already delivered to %s", event.dedup_key, channel)
-                    continue
                 try:
-                    deliver(event)
+                    if ledger and event.dedup_key:
+                        if not ledger.deliver_once(event.dedup_key, channel, partial(deliver, event)):
+                            log.info("alert %s already delivered to %s", event.dedup_key, channel)
+                    else:
+                        deliver(event)
                 except Exception as e:  # noqa: BLE001 - try the other channels, then report
                     errors.append(f"{channel}: {e}")
-                    continue
-                if ledger and event.dedup_key:
-                    ledger.record(event.dedup_key, channel)
         if errors:
             raise RuntimeError("; ".join(errors))
 

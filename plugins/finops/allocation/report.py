@@ -14,12 +14,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from finops.alerts.dedup import AlertLedger
-    from finops.config import AlertsConfig
+    from finops.config import AlertRoute, AlertsConfig
     from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)
@@ -168,20 +169,36 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prun
     return written
 
 
+def _send_report(r: TeamReport, route: AlertRoute) -> None:
+    from finops.alerts.email import Attachment, build_message, default_sender, send_message
+
+    msg = build_message(
+        sender=default_sender(route.email_conn_id), to=route.email_to,
+        subject=f"Cloud cost showback {r.period}: {r.team}", html=r.html("cid:chart"),
+        chart_png=r.chart_png, chart_cid="chart",
+        attachments=[Attachment(f"showback-{r.team}-{r.period}.csv", r.csv().encode("utf-8"))],
+    )
+    send_message(route.email_conn_id, msg)
+
+
 class ReportDeliveryError(RuntimeError):
     """Some report e-mails failed (after every other one was tried)."""
 
 
 def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: AlertLedger | None = None,
-                  *, resend: bool = False) -> dict[str, list[str]]:
+                  *, resend: bool = False, run_id: str | None = None) -> dict[str, list[str]]:
     """E-mail each team's report to the e-mail routes for that team; returns team -> recipients
     sent now. One failing route does not stop the others; with a ledger, a report already
     delivered to a channel is not sent there again (a task retry after a partial failure used
-    to re-send every report before the failing one) unless `resend` (someone asked for it again).
+    to re-send every report before the failing one), nor sent twice by two runs at once, unless
+    `resend` (someone asked for it again): then once more for `run_id` (a retry of that run
+    does not repeat what it already re-sent; no run_id: this call is the run).
     Raises ReportDeliveryError at the end."""
-    from finops.alerts.email import Attachment, build_message, default_sender, send_message
+    import uuid
+
     from finops.alerts.routing import email_channel, routes_for
 
+    resend_run = (run_id or f"adhoc-{uuid.uuid4().hex}") if resend else None
     sent: dict[str, list[str]] = {}
     errors: list[str] = []
     for r in reports:
@@ -194,22 +211,16 @@ def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: Alert
             if channel in seen:
                 continue
             seen.add(channel)
-            if ledger and not resend and ledger.sent(key, channel):
-                log.info("report %s %s already sent to %s", r.period, r.team, channel)
-                continue
+            send = partial(_send_report, r, route)
             try:
-                msg = build_message(
-                    sender=default_sender(route.email_conn_id), to=route.email_to,
-                    subject=f"Cloud cost showback {r.period}: {r.team}", html=r.html("cid:chart"),
-                    chart_png=r.chart_png, chart_cid="chart",
-                    attachments=[Attachment(f"showback-{r.team}-{r.period}.csv", r.csv().encode("utf-8"))],
-                )
-                send_message(route.email_conn_id, msg)
+                if ledger is None:
+                    send()
+                elif not ledger.deliver_once(key, channel, send, resend_run=resend_run):
+                    log.info("report %s %s already sent to %s", r.period, r.team, channel)
+                    continue
             except Exception as e:  # noqa: BLE001 - try the other routes, then report
                 errors.append(f"{r.team!r} -> {channel}: {e}")
                 continue
-            if ledger:
-                ledger.record(key, channel)
             sent.setdefault(r.team, []).extend(route.email_to)
     if errors:
         raise ReportDeliveryError(f"{len(errors)} report e-mail(s) failed: " + "; ".join(errors)[:2000])

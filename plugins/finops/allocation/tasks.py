@@ -73,7 +73,7 @@ def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = Non
 
 
 def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[str] | None = None,
-                    resend: bool = False) -> dict[str, Any]:
+                    resend: bool = False, run_id: str | None = None) -> dict[str, Any]:
     from finops.alerts.dedup import AlertLedger
     from finops.allocation.report import build_reports, email_reports, save_reports
     from finops.config import get_config
@@ -83,8 +83,10 @@ def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[s
     try:
         reports = build_reports(wh, period, cost_view, teams or None)
         paths = save_reports(reports, prune=not teams)  # all teams: a restated month's old ones go
-        # the ledger (alert_state) makes a retry or re-run send each unchanged report once per route
-        sent = email_reports(reports, get_config().alerts, AlertLedger(wh), resend=resend) if send_email else {}
+        # the ledger (alert_state) makes a retry or re-run send each unchanged report once per route, and
+        # a retry of a "Send again" run repeat only what that run has not re-sent yet
+        sent = email_reports(reports, get_config().alerts, AlertLedger(wh), resend=resend,
+                             run_id=run_id) if send_email else {}
     finally:
         wh.close()
     return {"period": period, "teams": [r.team for r in reports], "files": [str(p) for p in paths], "emailed": sent}
