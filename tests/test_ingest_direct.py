@@ -150,3 +150,28 @@ def test_thread_cap_defaults(tmp_path, monkeypatch):
     assert con.execute("SELECT current_setting('threads')").fetchone() == (min(os.cpu_count() or 2, 8),)
     monkeypatch.setenv("FINOPS_DUCKDB_THREADS", " 1 ")
     assert _engine(tmp_path / "spill").execute("SELECT current_setting('threads')").fetchone() == (1,)
+
+
+def test_a_mixed_currency_delivery_reconciles_and_logs_each_currency(duckdb_wh, tmp_path):
+    """Two currencies in one delivery: each reconciles on its own, and load_log keeps both totals
+    (the scalar totals add EUR to USD, so they alone say nothing about either)."""
+    from tests.focus.test_aws_cur import cur_row, write_cur
+
+    rows = [
+        cur_row(line_item_unblended_cost=10.25, line_item_currency_code="USD"),
+        cur_row(line_item_unblended_cost=7.5, line_item_currency_code="eur ", pricing_currency="EUR",
+                line_item_resource_id="i-0eur"),
+        cur_row(line_item_unblended_cost=0.1, line_item_currency_code="USD", line_item_line_item_type="Tax"),
+    ]
+    path = write_cur(tmp_path / "mixed.parquet", rows)
+    batch = RawBatch("local", "aws", "2025-03", [path], "fp-mixed")
+    want = {"EUR": {"billed": "7.5000000000", "raw": "7.5000000000"},
+            "USD": {"billed": "10.3500000000", "raw": "10.3500000000"}}
+    for wh, direct in ((duckdb_wh, True), (DuckDBWarehouse(tmp_path / "staging.duckdb"), False)):
+        wh.migrate()
+        entry = load_batch(wh, batch, CUR2, direct=direct)
+        assert entry.status == "loaded", entry.message
+        assert entry.billed_by_currency == want and entry.currency == "EUR,USD"
+        (logged,) = wh.query("SELECT billed_by_currency FROM load_log WHERE load_id = ? AND status = 'loaded'",
+                             [entry.load_id])[0]
+        assert json.loads(logged) == want

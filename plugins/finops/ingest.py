@@ -94,7 +94,10 @@ class Converter(Protocol):
 
     def focus_sql(self, raw: str, ctx: ConvertContext) -> str: ...
 
-    def raw_billed_total_sql(self, raw: str) -> str: ...
+    def raw_billed_totals_sql(self, raw: str) -> str:
+        """SELECT (currency, exact billed total) per currency of `raw`: see
+        finops.focus.projection.raw_totals_by_currency."""
+        ...
 
 
 class ConversionError(ValueError):
@@ -132,6 +135,7 @@ class StagingResult:
     focus_billed_total: Decimal
     focus_effective_total: Decimal
     currencies: list[str]
+    raw_by_currency: dict[str | None, Decimal] = field(default_factory=dict)
 
 
 def _engine(tmp: Path) -> duckdb.DuckDBPyConnection:
@@ -210,7 +214,7 @@ def convert_to_staging(
                     f"COPY ({sql}) TO {sql_literal(str(staging_file))} "
                     "(FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, ROW_GROUP_SIZE 122880)"
                 )
-            raw_total = con.execute(converter.raw_billed_total_sql("finops_raw")).fetchone()
+            raw_by_currency = raw_totals(con, converter)
             stats = con.execute(
                 "SELECT count(*), coalesce(sum(billed_cost), 0), coalesce(sum(effective_cost), 0), "
                 "list(DISTINCT billing_currency) FROM read_parquet(?)",
@@ -222,14 +226,23 @@ def convert_to_staging(
         return StagingResult(
             staging_file=staging_file,
             row_count=int(stats[0]),
-            raw_billed_total=Decimal(raw_total[0] if raw_total and raw_total[0] is not None else 0),
+            raw_billed_total=sum(raw_by_currency.values(), Decimal(0)),
             focus_billed_total=Decimal(stats[1]),
             focus_effective_total=Decimal(stats[2]),
             currencies=sorted(c for c in (stats[3] or []) if c is not None),
+            raw_by_currency=raw_by_currency,
         )
     finally:
         con.close()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def raw_totals(con: duckdb.DuckDBPyConnection, converter: Converter) -> dict[str | None, Decimal]:
+    """The raw export's exact billed total per currency (over the `finops_raw` view)."""
+    out: dict[str | None, Decimal] = {}
+    for currency, total in con.execute(converter.raw_billed_totals_sql("finops_raw")).fetchall():
+        out[currency] = out.get(currency, Decimal(0)) + Decimal(total if total is not None else 0)
+    return out
 
 
 def _safe(part: str) -> str:
@@ -254,8 +267,19 @@ def check_staging(batch: RawBatch, result: StagingResult) -> tuple[Any, list[str
         source=batch.source,
         billing_period=batch.billing_period,
         raw_billed_total=result.raw_billed_total,
+        raw_by_currency=result.raw_by_currency,
     )
     return report, [*report.failures, *_exact_mismatch(result.focus_billed_total, result.raw_billed_total)]
+
+
+def _by_currency(stats: Mapping[str, Any], raw_by_currency: Mapping[str | None, Decimal]) -> dict[str, dict[str, str]]:
+    """load_log.billed_by_currency: {currency: {"billed": FOCUS total, "raw": export total}} as
+    exact decimal text; the scalar totals beside it add currencies up when a delivery mixes them."""
+    focus = stats.get("billed_by_currency") or {}
+    return {
+        str(c): {"billed": str(focus.get(c, Decimal(0))), "raw": str(raw_by_currency.get(c, Decimal(0)))}
+        for c in sorted(set(focus) | set(raw_by_currency), key=lambda c: (c is None, c or ""))
+    }
 
 
 def _exact_mismatch(focus_total: Decimal | None, raw_total: Decimal) -> list[str]:
@@ -382,6 +406,7 @@ def load_batch(
         except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
             return _quarantine(wh, batch, entry, error=f"validation could not run: {_short(e)}")
         entry.timings["validate_s"] = time.perf_counter() - t - entry.timings["convert_s"]
+        entry.billed_by_currency = _by_currency(report.stats, result.raw_by_currency)
         if not report.success or failures:
             return _quarantine(wh, batch, entry, report=report, error="; ".join(failures) or "validation failed")
 
@@ -424,14 +449,15 @@ def _load_direct(
     def check(con: duckdb.DuckDBPyConnection) -> bool:
         entry.timings["convert_insert_s"] = time.perf_counter() - t0
         try:
-            raw = con.execute(converter.raw_billed_total_sql("finops_raw")).fetchone()
-            raw_total = Decimal(raw[0] if raw and raw[0] is not None else 0)
+            raw_by_currency = raw_totals(con, converter)
+            raw_total = sum(raw_by_currency.values(), Decimal(0))
             con.execute(
                 f"CREATE OR REPLACE TEMP VIEW finops_batch AS SELECT * FROM {FOCUS_TABLE} "
                 f"WHERE x_source = {sql_literal(batch.source)} AND x_billing_period = {sql_literal(batch.billing_period)}"
             )
             report = validate_relation(
-                con, "finops_batch", source=batch.source, billing_period=batch.billing_period, raw_billed_total=raw_total
+                con, "finops_batch", source=batch.source, billing_period=batch.billing_period,
+                raw_billed_total=raw_total, raw_by_currency=raw_by_currency,
             )
         except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
             verdict["error"] = f"validation could not run: {_short(e)}"
@@ -442,6 +468,7 @@ def _load_direct(
         entry.focus_billed_total = st.get("focus_billed_total")
         entry.focus_effective_total = st.get("focus_effective_total")
         entry.currency = ",".join(sorted(c for c in st.get("currencies", {}) if c != "None")) or batch.currency_hint
+        entry.billed_by_currency = _by_currency(st, raw_by_currency)
         failures = [*report.failures, *_exact_mismatch(entry.focus_billed_total, raw_total)]
         verdict.update(report=report, failures=failures)
         entry.timings["validate_s"] = time.perf_counter() - t0 - entry.timings["convert_insert_s"]

@@ -132,3 +132,23 @@ def test_parent_category_rule_flags_wrong_and_unknown_subcategories():
     ok = [("Virtual Machines", "Compute"), (None, "Storage"), ("Virtual Machines", None)]
     bad = [("Virtual Machines", "Storage"), ("No Such Thing", "Compute"), ("virtual machines", "Compute")]
     assert _offending(rule, "VARCHAR", ok + bad) == sorted(bad, key=repr)
+
+
+def test_each_currency_reconciles_on_its_own():
+    from finops.quality.reconciliation import reconcile_by_currency
+
+    raw = {"USD": Decimal("100.00"), "EUR": Decimal("50.00")}
+    assert reconcile_by_currency({"USD": Decimal("100.004"), "EUR": Decimal("50")}, raw) == []
+    # one euro booked as a dollar: the overall sum (150.00) still matches, each currency does not
+    moved = reconcile_by_currency({"USD": Decimal("101.00"), "EUR": Decimal("49.00")}, raw)
+    assert moved == [
+        "billed_cost: reconciliation failed in 'EUR': FOCUS total 49.00 != raw export total 50.00 (difference -1.00)",
+        "billed_cost: reconciliation failed in 'USD': FOCUS total 101.00 != raw export total 100.00 (difference 1.00)",
+    ]
+    assert reconcile(Decimal("150.00"), Decimal("150.00")) is None
+    # a currency the export does not have, and rows with none
+    assert len(reconcile_by_currency({"USD": Decimal("100"), None: Decimal("1")}, {"USD": Decimal("101")})) == 2
+    # one currency: the overall check says the same, so nothing is repeated
+    assert reconcile_by_currency({"USD": Decimal("1")}, {"USD": Decimal("2")}) == []
+    hostile = reconcile_by_currency({"=cmd|' /C calc'!A0" * 100: Decimal("1")}, {"USD": Decimal("1")})
+    assert all(len(m) < 200 for m in hostile)

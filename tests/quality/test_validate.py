@@ -246,3 +246,18 @@ def test_failed_batch_quarantines_with_its_gx_result(q_broken, finops_home):
     assert stored["validation"]["failures"] == rep.failures
     gx = json.loads((folder / "gx_result.json").read_text())
     assert gx["success"] is False and len(gx["results"]) == len(rep.gx_result["results"])
+
+
+def test_money_moved_between_currencies_fails_though_the_sum_matches(q_staging):
+    rows = q_rows(4)
+    for r in rows[:2]:
+        r["billing_currency"] = r["pricing_currency"] = "EUR"
+    path, total = q_staging(rows)
+    rep = _validate(path, total)
+    by = rep.stats["billed_by_currency"]
+    assert set(by) == {"EUR", "USD"} and sum(by.values()) == total
+    assert _validate(path, total, raw_by_currency=dict(by)).failures == []
+    one = Decimal("1")
+    shifted = {"EUR": by["EUR"] - one, "USD": by["USD"] + one}  # the export's view: same sum
+    failures = _validate(path, total, raw_by_currency=shifted).failures
+    assert [f.split(":")[1].strip() for f in failures] == ["reconciliation failed in 'EUR'", "reconciliation failed in 'USD'"]

@@ -34,10 +34,13 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping
 
+from finops.focus.projection import raw_totals_by_currency
 from finops.focus.units import unit_sql
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
+# BillingCurrency, in the mapping and in the raw per-currency totals (line_item_currency_code is required)
+_RAW_CURRENCY = "UPPER(TRIM(NULLIF(CAST(line_item_currency_code AS VARCHAR), '')))"
 QDEC = "DECIMAL(38,12)"  # FOCUS quantities keep 12 decimals (schema QUANTITY_SCALE)
 
 # Columns the mapping cannot work without (after legacy normalisation).
@@ -244,7 +247,7 @@ SELECT
   {c.s('line_item_operation')} AS operation,
   {c.s('line_item_product_code')} AS product_code,
   {c.s('product_product_family')} AS product_family,
-  UPPER(TRIM({c.s('line_item_currency_code')})) AS currency,
+  {_RAW_CURRENCY} AS currency,
   UPPER(TRIM({c.s('pricing_currency')})) AS pricing_currency,
   {c.s('pricing_unit')} AS pricing_unit,
   {c.s('bill_bill_type')} AS bill_type,
@@ -453,8 +456,8 @@ class Cur2Converter:
     def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
         return cur2_focus_sql(raw, ctx)
 
-    def raw_billed_total_sql(self, raw: str) -> str:
-        return f"SELECT COALESCE(SUM(CAST(line_item_unblended_cost AS {DEC})), 0) FROM {raw}"
+    def raw_billed_totals_sql(self, raw: str) -> str:
+        return raw_totals_by_currency(raw, _RAW_CURRENCY, f"CAST(line_item_unblended_cost AS {DEC})")
 
 
 def _typed_select(
@@ -580,5 +583,5 @@ class CurLegacyConverter:
     def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
         return cur2_focus_sql(raw, ctx)
 
-    def raw_billed_total_sql(self, raw: str) -> str:
-        return f"SELECT COALESCE(SUM(CAST(line_item_unblended_cost AS {DEC})), 0) FROM {raw}"
+    def raw_billed_totals_sql(self, raw: str) -> str:
+        return raw_totals_by_currency(raw, _RAW_CURRENCY, f"CAST(line_item_unblended_cost AS {DEC})")

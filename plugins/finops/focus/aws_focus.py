@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from finops.focus.projection import raw_totals_by_currency
 from finops.focus.schema import FOCUS_COLUMNS, Kind
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
@@ -102,5 +103,6 @@ class AwsFocusConverter:
         ]
         return f"SELECT {', '.join(out)} FROM {raw}"
 
-    def raw_billed_total_sql(self, raw: str) -> str:
-        return f"SELECT COALESCE(SUM(CAST(BilledCost AS {DEC})), 0) FROM {raw}"
+    def raw_billed_totals_sql(self, raw: str) -> str:
+        # the currency exactly as focus_sql maps BillingCurrency (a plain string column)
+        return raw_totals_by_currency(raw, "NULLIF(CAST(BillingCurrency AS VARCHAR), '')", f"CAST(BilledCost AS {DEC})")

@@ -29,7 +29,14 @@ PricingModel: OnDemand -> Standard, Reservation / SavingsPlan -> Committed, Spot
 
 from __future__ import annotations
 
-from finops.focus.projection import files_list, lineage, lit, period_bounds_sql, select_list
+from finops.focus.projection import (
+    files_list,
+    lineage,
+    lit,
+    period_bounds_sql,
+    raw_totals_by_currency,
+    select_list,
+)
 
 MONEY = "DECIMAL(38,10)"
 
@@ -183,8 +190,8 @@ class AzureCostConverter:
             cols.append(f"{expr} AS {name}")
         return f"SELECT {', '.join(cols)} FROM {raw}"
 
-    def raw_billed_total_sql(self, raw: str) -> str:
-        return f"SELECT COALESCE(SUM({self._billed('CAST(cost AS ' + MONEY + ')')}), 0) AS raw_billed_total FROM {raw}"
+    def raw_billed_totals_sql(self, raw: str) -> str:
+        return raw_totals_by_currency(raw, "upper(currency)", self._billed("CAST(cost AS " + MONEY + ")"))
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]

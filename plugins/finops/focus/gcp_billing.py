@@ -28,7 +28,14 @@ ChargeFrequency 'Recurring' and PricingCategory 'Committed'), tax -> Tax, adjust
 
 from __future__ import annotations
 
-from finops.focus.projection import files_list, lineage, lit, period_bounds_sql, select_list
+from finops.focus.projection import (
+    files_list,
+    lineage,
+    lit,
+    period_bounds_sql,
+    raw_totals_by_currency,
+    select_list,
+)
 
 MONEY = "DECIMAL(38,10)"
 PROMO = "'PROMOTION'"
@@ -170,11 +177,8 @@ class GcpDetailedConverter:
     def reader_sql(self, files: list[str]) -> str:
         return f"SELECT * FROM read_parquet({files_list(files)}, union_by_name = true)"
 
-    def raw_billed_total_sql(self, raw: str) -> str:
-        return (
-            f"SELECT COALESCE(SUM({_money('cost')}), 0) + COALESCE(SUM({_credit_sum('true')}), 0) "
-            f"AS raw_billed_total FROM {raw}"
-        )
+    def raw_billed_totals_sql(self, raw: str) -> str:
+        return raw_totals_by_currency(raw, "currency", f"COALESCE({_money('cost')}, 0) + {_credit_sum('true')}")
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         start, end = period_bounds_sql(ctx.billing_period, INVOICE_TZ)  # type: ignore[attr-defined]

@@ -64,7 +64,7 @@ class GcpFocusConverter(NativeFocusConverter):
     def extensions(self) -> dict[str, str]:
         return {"x_charge_type": "\"x_CostType\""}
 
-    # raw_billed_total_sql: the base class's SUM(BilledCost) -- the view's BilledCost is already net of credits.
+    # raw_billed_totals_sql: the base class's SUM(BilledCost) -- the view's BilledCost is already net of credits.
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         start, end = period_bounds_sql(ctx.billing_period, INVOICE_TZ)  # type: ignore[attr-defined]

@@ -30,7 +30,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from finops.focus.projection import files_list, lineage, lit, period_bounds_sql, select_list
+from finops.focus.projection import (
+    files_list,
+    lineage,
+    lit,
+    period_bounds_sql,
+    raw_totals_by_currency,
+    select_list,
+)
 
 MONEY = "DECIMAL(38,10)"
 BILLABLE_STATUSES = frozenset({"active", "unhealthy", "terminating"})
@@ -124,13 +131,11 @@ class LambdaLifetimesConverter:
 FROM {raw}
 WHERE CAST(bill_end AS TIMESTAMP) > {start} AND CAST(bill_start AS TIMESTAMP) < {end}"""
 
-    def raw_billed_total_sql(self, raw: str) -> str:
+    def raw_billed_totals_sql(self, raw: str) -> str:
         # The period bounds are not known here: the spine hands only `raw`; the source writes
         # only the intervals of its period, already clipped, so no clipping is needed.
-        return (
-            f"SELECT COALESCE(SUM({_usd('m1 - m0')}), 0) AS raw_billed_total FROM ("
-            f"{self._clipped(raw, _EPOCH, _FAR)}) WHERE m1 > m0"
-        )
+        clipped = f"(SELECT * FROM ({self._clipped(raw, _EPOCH, _FAR)}) WHERE m1 > m0)"
+        return raw_totals_by_currency(clipped, "'USD'", _usd("m1 - m0"))
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         start, end = period_bounds_sql(ctx.billing_period)  # type: ignore[attr-defined]

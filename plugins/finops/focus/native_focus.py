@@ -13,7 +13,7 @@ template: their type is provider-specific and handled by the subclass.
 
 from __future__ import annotations
 
-from finops.focus.projection import files_list, lineage, lit, select_list
+from finops.focus.projection import files_list, lineage, lit, raw_totals_by_currency, select_list
 from finops.focus.schema import FOCUS_COLUMNS, Kind
 
 MONEY = "DECIMAL(38,10)"
@@ -55,8 +55,8 @@ class NativeFocusConverter:
             src = f"read_parquet({flist}, union_by_name = true)"
         return f"SELECT * FROM ({template_sql(self.extra_columns)}) UNION ALL BY NAME SELECT * FROM {src}"
 
-    def raw_billed_total_sql(self, raw: str) -> str:
-        return f"SELECT COALESCE(SUM(CAST(\"BilledCost\" AS {MONEY})), 0) AS raw_billed_total FROM {raw}"
+    def raw_billed_totals_sql(self, raw: str) -> str:
+        return raw_totals_by_currency(raw, self.columns()["billing_currency"], f"CAST(\"BilledCost\" AS {MONEY})")
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         return f"SELECT {select_list({**self.columns(), **lineage(ctx, self.provider)})} FROM {raw}"

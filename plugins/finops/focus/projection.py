@@ -67,3 +67,10 @@ def files_list(files: list[str]) -> str:
     if not files:
         raise ValueError("no raw files to read")
     return "[" + ", ".join(lit(str(f)) for f in files) + "]"
+
+
+def raw_totals_by_currency(raw: str, currency_sql: str, billed_sql: str) -> str:
+    """A converter's `raw_billed_totals_sql`: (currency, exact billed total) per currency of the
+    raw export. `currency_sql` must be the very expression its focus_sql maps BillingCurrency
+    from, so each currency reconciles on its own: a total that adds EUR to USD proves nothing."""
+    return f"SELECT {currency_sql} AS currency, COALESCE(SUM({billed_sql}), 0) AS billed FROM {raw} GROUP BY 1"

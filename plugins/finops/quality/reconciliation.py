@@ -5,6 +5,7 @@ Exact Decimal arithmetic only: a float never touches money here.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import ROUND_HALF_UP, Decimal
 
 CENT = Decimal("0.01")
@@ -27,3 +28,27 @@ def reconcile(focus_billed_total: Decimal, raw_billed_total: Decimal) -> str | N
         f"billed_cost: reconciliation failed: FOCUS total {focus} != raw export total {raw} "
         f"(difference {focus - raw})"
     )
+
+
+def reconcile_by_currency(
+    focus_by_currency: Mapping[str | None, Decimal], raw_by_currency: Mapping[str | None, Decimal]
+) -> list[str]:
+    """One failure per currency whose FOCUS and raw totals differ at the cent.
+
+    Only when the batch holds more than one currency: with one, the overall reconciliation is
+    the same check. With several, the overall one adds EUR to USD and can balance a move of
+    money from one currency to another; this cannot."""
+    currencies = sorted(set(focus_by_currency) | set(raw_by_currency), key=lambda c: (c is None, c or ""))
+    if len(currencies) <= 1:
+        return []
+    out = []
+    for c in currencies:
+        focus = to_cents(focus_by_currency.get(c, Decimal(0)))
+        raw = to_cents(raw_by_currency.get(c, Decimal(0)))
+        if focus != raw:
+            name = "(no currency)" if c is None else repr(c[:16])
+            out.append(
+                f"billed_cost: reconciliation failed in {name}: FOCUS total {focus} != raw export total {raw} "
+                f"(difference {focus - raw})"
+            )
+    return out

@@ -12,11 +12,12 @@ format, float money) do raise.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from finops.quality.reconciliation import reconcile, to_cents
+from finops.quality.reconciliation import reconcile, reconcile_by_currency, to_cents
 from finops.quality.report import ValidationReport
 from finops.quality.rules import build_rules, check_period
 from finops.quality.schema_check import check_files
@@ -42,9 +43,9 @@ def _stats(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, Any]:
         f"coalesce(sum(list_cost), 0), min(charge_period_start), max(charge_period_end) FROM {relation}"
     ).fetchone()
     assert row is not None
-    currencies = dict(
-        con.execute(f"SELECT billing_currency, count(*) FROM {relation} GROUP BY 1 ORDER BY 2 DESC").fetchall()
-    )
+    per_currency = con.execute(
+        f"SELECT billing_currency, count(*), coalesce(sum(billed_cost), 0) FROM {relation} GROUP BY 1 ORDER BY 2 DESC"
+    ).fetchall()
     return {
         "row_count": row[0],
         "focus_billed_total": Decimal(row[1]),
@@ -52,7 +53,8 @@ def _stats(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, Any]:
         "focus_list_total": Decimal(row[3]),
         "charge_period_min": row[4],
         "charge_period_max": row[5],
-        "currencies": {str(k): v for k, v in currencies.items()},
+        "currencies": {str(k): n for k, n, _ in per_currency},
+        "billed_by_currency": {k: Decimal(total) for k, _, total in per_currency},
     }
 
 
@@ -63,11 +65,15 @@ def validate_relation(
     source: str,
     billing_period: str,
     raw_billed_total: Decimal,
+    raw_by_currency: Mapping[str | None, Decimal] | None = None,
     bad_columns: frozenset[str] | set[str] = frozenset(),
     failures: list[str] | None = None,
     stats: dict[str, Any] | None = None,
 ) -> ValidationReport:
     """Validate `relation` (a table or view name of OUR making, on `con`) as one batch.
+
+    `raw_by_currency`: the export's billed total per currency; when given, each currency must
+    reconcile on its own too (see reconciliation.reconcile_by_currency).
 
     `bad_columns`: columns a schema check found missing / mistyped (their rules are skipped,
     the failures already name them)."""
@@ -80,6 +86,8 @@ def validate_relation(
         stats.update(_stats(con, relation))
         if (msg := reconcile(stats["focus_billed_total"], raw_billed_total)) is not None:
             failures.append(msg)
+        if raw_by_currency is not None:
+            failures += reconcile_by_currency(stats["billed_by_currency"], raw_by_currency)
     else:
         failures.append("billed_cost: reconciliation skipped: money / period columns unusable")
 
@@ -100,6 +108,7 @@ def validate_staging(
     source: str,
     billing_period: str,
     raw_billed_total: Decimal,
+    raw_by_currency: Mapping[str | None, Decimal] | None = None,
     memory_limit: str = "512MB",
     threads: int = 2,
 ) -> ValidationReport:
@@ -126,6 +135,7 @@ def validate_staging(
             source=source,
             billing_period=billing_period,
             raw_billed_total=raw_billed_total,
+            raw_by_currency=raw_by_currency,
             bad_columns=bad_columns,
             failures=failures,
             stats=stats,

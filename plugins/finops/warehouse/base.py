@@ -53,6 +53,9 @@ class LoadLogEntry:
     focus_billed_total: Decimal | None = None
     focus_effective_total: Decimal | None = None
     currency: str | None = None
+    # {currency: {"billed": FOCUS total, "raw": export total}} (decimal text); the scalar totals
+    # above add the currencies of a mixed delivery together
+    billed_by_currency: dict[str, dict[str, str]] | None = None
     message: str | None = None
     quarantine_path: str | None = None
     run_id: str | None = None
@@ -65,6 +68,7 @@ class LoadLogEntry:
         d = asdict(self)
         d.pop("timings")
         d["files"] = json.dumps(self.files)
+        d["billed_by_currency"] = None if self.billed_by_currency is None else json.dumps(self.billed_by_currency)
         d["file_count"] = len(self.files)
         if d["finished_at"] is None:
             d["finished_at"] = datetime.now(UTC).replace(tzinfo=None)
@@ -74,7 +78,7 @@ class LoadLogEntry:
 LOAD_LOG_COLUMNS = (
     "load_id", "source", "provider", "billing_period", "status", "manifest_key", "assembly_id",
     "files", "file_count", "row_count", "raw_billed_total", "focus_billed_total",
-    "focus_effective_total", "currency", "message", "quarantine_path", "run_id",
+    "focus_effective_total", "currency", "billed_by_currency", "message", "quarantine_path", "run_id",
     "started_at", "finished_at",
 )
 
