@@ -12,13 +12,44 @@ See docs/focus-validator.md."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from finops.focus.schema import COLUMNS, Kind
-from finops.orchestration.periods import parse_period
+from finops.orchestration.periods import check_period
 from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)
+
+FORMATS = ("parquet", "csv")
+
+
+class ExportError(ValueError):
+    """A problem the user can fix (the period, --out, nothing to export), phrased for the CLI."""
+
+
+class NothingToExport(ExportError):
+    """The warehouse has no rows for the period (and source) asked for."""
+
+
+def check_out(out: str | Path) -> tuple[Path, str]:
+    """`out` and its format, checked before any query and without creating anything: a wrong
+    suffix or an unwritable place used to surface only after the warehouse was opened (a wrong
+    suffix after its folder had been created)."""
+    out = Path(out)
+    fmt = out.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ExportError(f"--out must end with .parquet or .csv, got {out.name!r}")
+    if out.is_dir():
+        raise ExportError(f"cannot write {out}: it is a directory")
+    existing = out.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent  # the folders below it are created at write time
+    if not existing.is_dir():
+        raise ExportError(f"cannot write {out}: {existing} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ExportError(f"cannot write {out}: {existing} is not writable")
+    return out, fmt
 
 
 def _select_list(dialect: str, for_csv: bool) -> str:
@@ -38,14 +69,31 @@ def _select_list(dialect: str, for_csv: bool) -> str:
     return ", ".join(parts)
 
 
-def export_focus(wh: Warehouse, period: str, out: str | Path, source: str | None = None) -> int:
-    """Write one billing period (all sources, or one) to `out` (.parquet or .csv). Returns rows."""
-    parse_period(period)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fmt = out.suffix.lower().lstrip(".")
-    if fmt not in ("parquet", "csv"):
-        raise ValueError(f"--out must end with .parquet or .csv, got {out.name!r}")
+def _nothing_to_export(wh: Warehouse, period: str, source: str | None) -> str:
+    """Why there is nothing to write, with what the warehouse does hold (an error path: one
+    DISTINCT over the partition columns)."""
+    if source:
+        others = [r[0] for r in wh.query(
+            "SELECT DISTINCT x_source FROM focus_costs WHERE x_billing_period = ? ORDER BY 1", [period])]
+        if others:
+            return f"no FOCUS rows for source {source!r} in {period}; sources with rows in {period}: {', '.join(others)}"
+    periods = [r[0] for r in wh.query("SELECT DISTINCT x_billing_period FROM focus_costs ORDER BY 1")]
+    what = f"{period} (source {source!r})" if source else period
+    if not periods:
+        return f"no FOCUS rows for {what}: the warehouse holds no FOCUS rows at all (nothing loaded yet)"
+    shown = ", ".join(periods[-24:]) + (f" (and {len(periods) - 24} earlier)" if len(periods) > 24 else "")
+    return f"no FOCUS rows for {what}; billing periods loaded: {shown}"
+
+
+def export_focus(wh: Warehouse, period: str, out: str | Path, source: str | None = None,
+                 allow_empty: bool = True) -> int:
+    """Write one billing period (all sources, or one) to `out` (.parquet or .csv). Returns rows.
+
+    With allow_empty=False (the CLI) an empty result raises NothingToExport and writes nothing:
+    an empty file and exit status 1 read like a successful export of a quiet month. The file is
+    written beside `out` and renamed into place, so a failed write never leaves half a file."""
+    check_period(period)
+    out, fmt = check_out(out)
     where, params = "x_billing_period = ?", [period]
     if source:
         where += " AND x_source = ?"
@@ -53,13 +101,23 @@ def export_focus(wh: Warehouse, period: str, out: str | Path, source: str | None
     sql = (f"SELECT {_select_list(wh.dialect, fmt == 'csv')} FROM focus_costs WHERE {where} "
            "ORDER BY x_source, charge_period_start")
     table = wh.query_arrow(sql, params)
-    if fmt == "parquet":
-        import pyarrow.parquet as pq
+    if table.num_rows == 0 and not allow_empty:
+        raise NothingToExport(_nothing_to_export(wh, period, source))
+    part = out.with_name(f".{out.name}.{os.getpid()}.part")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
 
-        pq.write_table(table, out, compression="zstd")
-    else:
-        import pyarrow.csv as pacsv
+            pq.write_table(table, part, compression="zstd")
+        else:
+            import pyarrow.csv as pacsv
 
-        pacsv.write_csv(table, out)
+            pacsv.write_csv(table, part)
+        os.replace(part, out)
+    except OSError as e:
+        raise ExportError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        part.unlink(missing_ok=True)
     log.info("exported %d FOCUS rows for %s to %s", table.num_rows, period, out)
     return table.num_rows

@@ -6,19 +6,68 @@ import argparse
 import logging
 import os
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from finops.warehouse.base import Warehouse
+
+
+class CliError(Exception):
+    """A problem the user can fix, printed as `finops: error: ...` (exit status 2)."""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return value
+
+
+def _warehouse_name(conn_id: str | None, schema: str) -> str:
+    from finops.paths import warehouse_path
+
+    return f"PostgreSQL warehouse (connection {conn_id!r}, schema {schema!r})" if conn_id else str(warehouse_path())
+
+
+def _open_for_export() -> tuple[Warehouse, str]:
+    """The configured warehouse, opened only if it exists: `export` used to create (and
+    migrate) an empty DuckDB file wherever FINOPS_HOME pointed, then write an empty file."""
+    from finops.config import config_path, get_config
+    from finops.paths import warehouse_path
+    from finops.warehouse import connect
+
+    cfg = get_config()
+    conn_id, schema = cfg.warehouse.conn_id, cfg.warehouse.schema_
+    name = _warehouse_name(conn_id, schema)
+    if not conn_id and not warehouse_path().exists():
+        raise CliError(f"no warehouse at {name}: set FINOPS_HOME to the folder holding warehouse.duckdb "
+                       f"(or warehouse.conn_id in {config_path()}); `finops demo` or a billing DAG creates one")
+    wh = connect(cfg, migrate=False)  # a read: never create tables in someone's schema
+    if not wh.table_exists("focus_costs"):
+        wh.close()
+        raise CliError(f"{name} has no focus_costs table: nothing loaded yet (run a billing DAG or `finops migrate`)")
+    return wh, name
 
 
 def _export(args: argparse.Namespace) -> int:
-    from finops.export import export_focus
-    from finops.warehouse import connect
+    from finops.export import NothingToExport, check_out, export_focus
+    from finops.orchestration.periods import check_period
 
-    wh = connect()
+    check_period(args.period)  # before opening anything: a typo costs no warehouse
+    check_out(args.out)
+    wh, name = _open_for_export()
     try:
-        n = export_focus(wh, args.period, args.out, source=args.source)
+        n = export_focus(wh, args.period, args.out, source=args.source, allow_empty=False)
+    except NothingToExport as e:
+        print(f"finops: error: {e} (warehouse: {name})", file=sys.stderr)
+        return 1
     finally:
         wh.close()
     print(f"wrote {n} FOCUS {args.period} rows to {args.out}")
-    return 0 if n else 1
+    return 0
 
 
 def _migrate(args: argparse.Namespace) -> int:
@@ -49,15 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
     f = exp_sub.add_parser("focus", help="FOCUS 1.2 rows with the spec's column names")
     f.add_argument("--period", required=True, help="billing period YYYY-MM")
     f.add_argument("--out", required=True, help="FILE.parquet or FILE.csv")
-    f.add_argument("--source", default=None, help="only this configured source")
+    f.add_argument("--source", default=None, help="only this configured source (default: all)")
     f.set_defaults(func=_export)
 
     m = sub.add_parser("migrate", help="apply warehouse migrations")
     m.set_defaults(func=_migrate)
 
     d = sub.add_parser("demo", help="run the end-to-end demo on bundled data and local emulators")
-    d.add_argument("--months", type=int, default=3)
-    d.add_argument("--rows", type=int, default=20_000, help="CUR rows per month")
+    d.add_argument("--months", type=_positive_int, default=3, help="closed months before this one (default 3)")
+    d.add_argument("--rows", type=_positive_int, default=20_000, help="CUR rows per month (default 20000)")
     d.set_defaults(func=_demo)
     return p
 
