@@ -1,5 +1,6 @@
 """Airflow DAG finops_showback: allocate focus_costs to teams (showback_daily,
-chargeback_monthly, GPU view) whenever billing data lands, per billing period."""
+chargeback_monthly, GPU view) whenever billing data lands, per billing period; then announce
+finops://showback, which schedules the team anomaly monitors (finops_anomalies_teams)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,8 @@ def finops_showback():
 
         return run_showback_task(period)
 
+    # all_success (the default): finops://showback means every period of this run is rewritten,
+    # so the team monitors never score a showback half of which is still the previous one
     @task(outlets=[SHOWBACK])
     def summary(results: list[dict]) -> dict:
         out = {r["billing_period"]: r["totals"] for r in results}

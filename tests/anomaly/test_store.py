@@ -116,3 +116,33 @@ def test_team_and_tag_monitors(any_wh, alert_sinks):
     contrib = wh.query("SELECT contributors FROM anomalies WHERE monitor_type = 'team'")[0][0]
     contrib = json.loads(contrib) if isinstance(contrib, str) else contrib
     assert contrib[0]["key"] == "aws / Amazon Elastic Compute Cloud"
+
+
+def test_focus_costs_and_showback_halves_keep_to_their_own_anomalies(any_wh, alert_sinks):
+    """finops_anomalies (source focus_costs) and finops_anomalies_teams (source showback) are
+    separate runs: neither scores, closes nor re-alerts the other's monitors, and the team half
+    ends where the showback ends (a billing load not allocated yet is not a drop to zero)."""
+    from finops.allocation.rules import parse_rules
+    from finops.allocation.store import run_showback
+
+    wh = any_wh
+    _seed(wh)
+    for period in ("2026-07", "2026-08", "2026-09", "2026-10"):
+        run_showback(wh, period, parse_rules({}))
+    settings = parse_settings({"lookback_days": 90, "monitors": [{"type": "service"}, {"type": "team"}]})
+    spike = START + timedelta(days=DAYS - 1)
+
+    costs = run_anomalies(wh, settings, source="focus_costs")
+    assert {r[0] for r in wh.query("SELECT monitor_type FROM anomalies")} == {"service"}
+    teams = run_anomalies(wh, settings, source="showback")
+    assert teams.data_end == spike.isoformat() and len(teams.new) == 1 and teams.new != costs.new
+    assert dict(wh.query("SELECT monitor_type, status FROM anomalies")) == {"service": "open", "team": "open"}
+
+    # a week of steady billing data that showback has not allocated yet
+    insert_focus(wh, [focus_row((spike + timedelta(days=k)).isoformat(), "800.00", tags={"team": "ml"})
+                      for k in range(1, 8)])
+    later = run_anomalies(wh, settings, source="focus_costs")
+    assert later.closed == costs.new  # the service spike is over; the team one is not its to close
+    again = run_anomalies(wh, settings, source="showback")
+    assert again.data_end == spike.isoformat() and again.closed == [] and again.new == []
+    assert dict(wh.query("SELECT monitor_type, status FROM anomalies")) == {"service": "closed", "team": "open"}

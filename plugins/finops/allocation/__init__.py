@@ -6,5 +6,5 @@ classify.py  showback lines (gpu / storage / egress / compute / other), GPU mode
 engine.py    PURE allocation: CostRow -> Allocated (+ chargeback, GPU view)
 store.py     edge: focus_costs -> showback_daily / chargeback_monthly / showback_gpu_monthly
 report.py    monthly per-team report (HTML + chart + CSV), saved and e-mailed
-tasks.py     task bodies of finops_showback / finops_anomalies / finops_report_monthly
+tasks.py     task bodies of finops_showback / finops_anomalies(_teams) / finops_report_monthly
 """

@@ -5,7 +5,10 @@ JSON-able summary for XCom."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from finops.anomaly.settings import Source
 
 
 def showback_periods(param: str | None, today: date) -> list[str]:
@@ -44,7 +47,8 @@ def run_showback_task(period: str) -> dict[str, Any]:
         wh.close()
 
 
-def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = None) -> dict[str, Any]:
+def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = None,
+                       source: Source | None = None) -> dict[str, Any]:
     from dataclasses import asdict
 
     from finops.alerts.dedup import AlertLedger
@@ -62,7 +66,8 @@ def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = Non
         clear_sinks()
         if send_alerts:
             register_configured_sinks(ledger=AlertLedger(wh))
-        res = run_anomalies(wh, settings, now=datetime.now(UTC).replace(tzinfo=None), deliver=send_alerts)
+        res = run_anomalies(wh, settings, now=datetime.now(UTC).replace(tzinfo=None), deliver=send_alerts,
+                            source=source)
         if res.alert_errors:
             raise RuntimeError(f"{res.alert_errors} alert deliveries failed; anomalies stay pending and are "
                                "retried on the next run")

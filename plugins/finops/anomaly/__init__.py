@@ -7,4 +7,5 @@ contributors.py  root cause: which usage types / resources carry the jump
 settings.py      finops.yaml `anomaly:` (monitors, thresholds)
 store.py         edge: warehouse -> detector -> anomalies table -> emit()
 render.py        Anomaly -> AlertEvent
+dags.py          the two DAGs: billing-data monitors on finops://focus_costs, team monitors on finops://showback
 """

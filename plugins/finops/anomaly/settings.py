@@ -8,6 +8,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 MonitorType = Literal["provider", "service", "account", "team", "tag"]
+# Where a monitor's daily series comes from. "showback": showback_daily, which finops_showback
+# rewrites after each billing load, so those monitors run in finops_anomalies_teams, scheduled on
+# finops_showback's own asset; the others read focus_costs and run in finops_anomalies, on the
+# billing asset, whether or not showback succeeds.
+Source = Literal["focus_costs", "showback"]
+SHOWBACK_MONITORS = frozenset({"team"})
+
+
+def source_of(monitor: str) -> Source:
+    """The source of a monitor, by its type or by the name stored in anomalies.monitor_type."""
+    return "showback" if monitor in SHOWBACK_MONITORS else "focus_costs"
 
 
 class AnomalyConfigError(ValueError):
@@ -34,6 +45,10 @@ class Monitor(_Model):
     @property
     def name(self) -> str:
         return f"tag:{self.tag_key}" if self.type == "tag" else self.type
+
+    @property
+    def source(self) -> Source:
+        return source_of(self.type)
 
 
 class AnomalySettings(_Model):

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from finops.anomaly.contributors import contributors
 from finops.anomaly.detect import Thresholds, detect
 from finops.anomaly.series import build_matrix, to_events
-from finops.anomaly.settings import AnomalySettings, Monitor
+from finops.anomaly.settings import AnomalySettings, Monitor, Source, source_of
 from finops.anomaly.state import Anomaly, Event, reconcile
 
 if TYPE_CHECKING:
@@ -40,8 +40,13 @@ def _day(v: Any) -> date:
                                                                          date.fromisoformat(str(v)[:10]))
 
 
-def data_end(wh: Warehouse) -> date | None:
-    r = wh.query("SELECT MAX(charge_period_start) FROM focus_costs")
+def data_end(wh: Warehouse, source: Source = "focus_costs") -> date | None:
+    """The last day with cost in the source: a showback monitor's series ends where the
+    showback does (a period not allocated yet is not a drop to zero)."""
+    if source == "showback":
+        r = wh.query("SELECT MAX(day) FROM showback_daily") if wh.table_exists("showback_daily") else []
+    else:
+        r = wh.query("SELECT MAX(charge_period_start) FROM focus_costs")
     return _day(r[0][0]) if r and r[0][0] is not None else None
 
 
@@ -163,15 +168,19 @@ class AnomalyRun:
 
 
 def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None = None,
-                  end: date | None = None, deliver: bool = True) -> AnomalyRun:
+                  end: date | None = None, deliver: bool = True, source: Source | None = None) -> AnomalyRun:
     """Detect and store; with `deliver` False (a dry run) nothing is emitted and new anomalies
     stay pending (alerted_at NULL), so a later run with delivery on still alerts them once.
-    emit() itself is not enough to hold back: it registers the configured routes on first use."""
+    emit() itself is not enough to hold back: it registers the configured routes on first use.
+
+    `source`: only the monitors reading that source, and only their stored anomalies (closed,
+    retried): the focus_costs and showback runs are separate DAGs and must not close or
+    re-alert each other's. None: every monitor, up to the focus_costs data end."""
     from finops.alerts import emit
     from finops.anomaly.render import alert_event
 
     now = now or datetime.now(UTC).replace(tzinfo=None)
-    end = end or data_end(wh)
+    end = end or data_end(wh, source or "focus_costs")
     result = AnomalyRun(end.isoformat() if end else None)
     if end is None:
         return result
@@ -179,6 +188,8 @@ def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None
     view = settings.cost_view
     events: list[tuple[Monitor, Event]] = []
     for mon in settings.monitors:
+        if source is not None and mon.source != source:
+            continue
         mat = build_matrix(monitor_rows(wh, mon, view, start, end), start, end)
         result.series += len(mat.keys)
         if not mat.keys:
@@ -186,7 +197,7 @@ def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None
         floor, pct, z = settings.thresholds(mon)
         det = detect(mat.x, Thresholds(abs_floor=floor, pct=pct, z=z))
         events += [(mon, e) for e in to_events(mat, det, mon.name, view, settings.alert_window_days, settings.gap_days)]
-    existing = _load_open(wh)
+    existing = [a for a in _load_open(wh) if source is None or source_of(a.monitor_type) == source]
     plan = reconcile(existing, [e for _, e in events], end, now, settings.abs_floor, settings.gap_days)
     mon_of = {m.name: m for m in settings.monitors}
     changed: dict[str, Anomaly] = {}
