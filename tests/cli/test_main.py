@@ -78,6 +78,19 @@ def test_missing_warehouse_is_named_and_not_created(finops_home, tmp_path, capsy
     assert not out.exists()
 
 
+def test_mistyped_finops_home_is_not_created(tmp_path, monkeypatch, capsys):
+    """The check itself created FINOPS_HOME (paths.finops_home() makes it on demand), so running
+    the demo's printed export command from the wrong folder left an empty .finops/ there."""
+    from finops.paths import warehouse_path
+
+    home = tmp_path / "typo" / "home"
+    monkeypatch.setenv("FINOPS_HOME", str(home))
+    rc, _, err = _run(capsys, "export", "focus", "--period", "2024-05", "--out", str(tmp_path / "x.parquet"))
+    assert rc == 2 and f"no warehouse at {home / 'warehouse.duckdb'}" in err
+    assert not (tmp_path / "typo").exists()
+    assert str(warehouse_path()) in err  # the same path the package itself would use
+
+
 def test_period_not_loaded_names_the_loaded_ones(loaded_home, tmp_path, capsys):
     out = tmp_path / "x.parquet"
     rc, stdout, err = _run(capsys, "export", "focus", "--period", "2024-06", "--out", str(out))

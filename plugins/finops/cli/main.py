@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,23 +27,26 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _warehouse_name(conn_id: str | None, schema: str) -> str:
-    from finops.paths import warehouse_path
+def _duckdb_path() -> Path:
+    """paths.warehouse_path() without its side effect: finops_home() creates FINOPS_HOME, so a
+    mistyped FINOPS_HOME (or none, in the wrong folder) used to leave an empty folder behind."""
+    return Path(os.environ.get("FINOPS_HOME", "./.finops")).expanduser().resolve() / "warehouse.duckdb"
 
-    return f"PostgreSQL warehouse (connection {conn_id!r}, schema {schema!r})" if conn_id else str(warehouse_path())
+
+def _warehouse_name(conn_id: str | None, schema: str) -> str:
+    return f"PostgreSQL warehouse (connection {conn_id!r}, schema {schema!r})" if conn_id else str(_duckdb_path())
 
 
 def _open_for_export() -> tuple[Warehouse, str]:
     """The configured warehouse, opened only if it exists: `export` used to create (and
     migrate) an empty DuckDB file wherever FINOPS_HOME pointed, then write an empty file."""
     from finops.config import config_path, get_config
-    from finops.paths import warehouse_path
     from finops.warehouse import connect
 
     cfg = get_config()
     conn_id, schema = cfg.warehouse.conn_id, cfg.warehouse.schema_
     name = _warehouse_name(conn_id, schema)
-    if not conn_id and not warehouse_path().exists():
+    if not conn_id and not _duckdb_path().exists():
         raise CliError(f"no warehouse at {name}: set FINOPS_HOME to the folder holding warehouse.duckdb "
                        f"(or warehouse.conn_id in {config_path()}); `finops demo` or a billing DAG creates one")
     wh = connect(cfg, migrate=False)  # a read: never create tables in someone's schema
