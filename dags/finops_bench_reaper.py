@@ -20,7 +20,8 @@ from airflow.sdk import Param, dag, get_current_context, task
     catchup=False,
     max_active_runs=1,
     default_args={"retries": 3, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True,
-                  "max_retry_delay": timedelta(minutes=10)},
+                  "max_retry_delay": timedelta(minutes=10),
+                  "execution_timeout": timedelta(minutes=30)},  # hourly: a hung run must not stall the next
     tags=["finops", "benchmarks", "safety"],
     doc_md=__doc__,
     params={

@@ -20,6 +20,8 @@ DEFAULT_ARGS = {
     "retry_delay": timedelta(seconds=30),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=10),
+    # Every cloud call ends; the deferred wait is bounded by its own timeout (wait_timeout_minutes).
+    "execution_timeout": timedelta(minutes=30),
 }
 
 
@@ -110,7 +112,8 @@ def finops_gpu_benchmark():
         finally:
             wh.close()
 
-    @task(retries=3)
+    # terminate polls until the instances are gone or terminate_timeout_s (at most 1 h) has passed
+    @task(retries=3, execution_timeout=timedelta(minutes=75))
     def terminate(prepared: dict[str, Any]) -> dict[str, Any]:
         from finops.bench import lifecycle
         from finops.bench.launchers import for_target
@@ -133,7 +136,8 @@ def finops_gpu_benchmark():
     def benchmark(item: dict[str, Any]) -> None:
         prepared = prepare(item)
         launched = launch(prepared)
-        waited = WaitForBenchResultsOperator(task_id="wait", launched=launched, retries=0, poll_s=30.0)
+        waited = WaitForBenchResultsOperator(task_id="wait", launched=launched, retries=0, poll_s=30.0,
+                                             execution_timeout=None)
         collected = collect(launched, waited.output)
         done = terminate(prepared)
         collected >> done

@@ -2,7 +2,10 @@
 
 An Airflow DAG file: wiring only (logic in finops.policies)."""
 
+from datetime import timedelta
+
 from finops.policies.dags import build_policy_dag
 
 dag = build_policy_dag("idle", "finops_policy_idle", "7 * * * *",
-                       "Hourly idle-GPU detection, mark-for-stop with grace period, capped and audited")
+                       "Hourly idle-GPU detection, mark-for-stop with grace period, capped and audited",
+                       execution_timeout=timedelta(minutes=45))

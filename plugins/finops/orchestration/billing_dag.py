@@ -24,7 +24,14 @@ DEFAULT_ARGS = {
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=30),
+    # Every task ends: a call that never returns (a PostgreSQL lock wait, a stalled download)
+    # would otherwise hold its worker slot for ever and, with max_active_runs=1, every later run.
+    "execution_timeout": timedelta(minutes=30),
 }
+# One (source, period) load: a 10M-row CUR month takes ~4 min end to end on PostgreSQL
+# (README); the hourly Lambda DAG must end before its next run.
+LOAD_TIMEOUT = {"lambda": timedelta(minutes=45)}
+DEFAULT_LOAD_TIMEOUT = timedelta(hours=3)
 
 _TITLES = {"aws": "AWS (CUR 2.0 / legacy CUR / FOCUS)", "gcp": "GCP (BigQuery billing export)",
            "azure": "Azure (Cost Management exports)", "lambda": "Lambda Cloud (instance lifetimes)"}
@@ -118,6 +125,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
             map_index_template="{{ finops_label }}",
             max_active_tis_per_dagrun=4,
             pool=billing_pool(provider),
+            execution_timeout=LOAD_TIMEOUT.get(provider, DEFAULT_LOAD_TIMEOUT),
         )
         def load_partition_task(item: dict) -> dict:
             from airflow.sdk.exceptions import AirflowFailException

@@ -18,6 +18,9 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=20),
+    # A run that never ends (an inventory call or a warehouse lock wait that hangs) would hold
+    # its worker slot and, with max_active_runs=1, stall every later run: no idle GPU stopped.
+    "execution_timeout": timedelta(hours=2),
 }
 PROVIDERS = ["all", "aws", "gcp", "azure", "lambda"]
 
@@ -44,14 +47,17 @@ def _run(kind: str | None, params: dict[str, Any]) -> dict[str, Any]:
         raise AirflowFailException(str(e)) from e
 
 
-def build_policy_dag(kind: str, dag_id: str, schedule: str, description: str) -> Any:
+def build_policy_dag(kind: str, dag_id: str, schedule: str, description: str, *,
+                     execution_timeout: timedelta = DEFAULT_ARGS["execution_timeout"]) -> Any:
+    """`execution_timeout`: shorter than the schedule's interval, so a hung run ends before the next."""
+
     @dag(
         dag_id=dag_id,
         schedule=schedule,
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=DEFAULT_ARGS,
+        default_args=DEFAULT_ARGS | {"execution_timeout": execution_timeout},
         description=description,
         tags=["finops", "policies"],
         params={"dry_run": _dry_run_param()},

@@ -27,7 +27,11 @@ DEFAULT_ARGS = {
     "retry_delay": timedelta(minutes=1),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=30),
+    # A fetch that never returns would hold its pool slot for ever and, with max_active_runs=1,
+    # every later run: the HTTP client's per-request timeout does not bound a whole paged fetch.
+    "execution_timeout": timedelta(minutes=30),
 }
+FETCH_TIMEOUT = timedelta(hours=1)  # AWS: up to 90 days of spot history per region, paged
 
 
 def pool_for(provider: str) -> str:
@@ -122,6 +126,7 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                 pool=pool_for(provider),
                 map_index_template="{{ finops_label }}",
                 max_active_tis_per_dagrun=4,
+                execution_timeout=FETCH_TIMEOUT,
             )
             def fetch(job: dict) -> dict:
                 from finops.prices.jobs import run_job
