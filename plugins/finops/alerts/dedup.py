@@ -42,11 +42,6 @@ class AlertLedger:
         self.wait_s = wait_s
         self.poll_s = poll_s
 
-    def sent(self, dedup_key: str, channel: str) -> bool:
-        """Delivered at least once."""
-        return bool(self.wh.query("SELECT 1 FROM alert_state WHERE dedup_key = ? AND channel = ? AND send_count > 0",
-                                  [dedup_key, channel]))
-
     def deliver_once(self, dedup_key: str, channel: str, send: Callable[[], None], *,
                      resend_run: str | None = None) -> bool:
         """Call `send` unless the pair was delivered already; True when it was sent now, False
@@ -67,7 +62,7 @@ class AlertLedger:
         try:
             send()
         except BaseException:
-            self._finish(dedup_key, channel, claim, delivered=False, resend_run=None)
+            self._finish(dedup_key, channel, claim, delivered=False)
             raise
         self._finish(dedup_key, channel, claim, delivered=True, resend_run=resend_run)
         return True
@@ -104,7 +99,8 @@ class AlertLedger:
         rows = self.wh.query("SELECT status FROM alert_state WHERE dedup_key = ? AND channel = ?", [dedup_key, channel])
         return rows[0][0] if rows else None
 
-    def _finish(self, dedup_key: str, channel: str, claim: str, *, delivered: bool, resend_run: str | None) -> None:
+    def _finish(self, dedup_key: str, channel: str, claim: str, *, delivered: bool,
+                resend_run: str | None = None) -> None:
         now = _now()
         if delivered:
             sql = ("UPDATE alert_state SET status = 'sent', claim_id = NULL, send_count = send_count + 1, "
