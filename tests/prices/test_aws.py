@@ -283,3 +283,55 @@ def test_backfill_with_lookback_ignores_watermark_but_never_rewinds_it(duckdb_wh
     assert out["spot_prices"] == 24
     assert store.get_watermark(duckdb_wh, "aws", "us-east-1", jobs.SPOT_STREAM, "p5") == wm
     assert before  # the stubbed StartTime is checked loosely; lookback days drive it
+
+
+def _run_families(wh_factory, families, history, types, usd):
+    """run_aws over `families`: spot history pages per family, the types describe_instance_types
+    lists, the on-demand USD price per type the Pricing API knows."""
+    ec2, pricing = _ec2(), _pricing()
+    settings = parse_prices({"aws": {"regions": ["us-east-1"], "placement_scores": False}})
+    (job,) = jobs.plan_jobs(settings, provider="aws", families=families)
+    with Stubber(ec2) as es, Stubber(pricing) as ps:
+        for fam in families:
+            _stub_history(es, [{"SpotPriceHistory": history.get(fam, [])}], pattern=f"{fam}.*")
+        es.add_response(
+            "describe_instance_types",
+            {"InstanceTypes": [{"InstanceType": t} for t in types]},
+            {"Filters": [{"Name": "instance-type", "Values": [f"{f}.*" for f in families]}]},
+        )
+        spot_types = {i["InstanceType"] for fam in families for i in history.get(fam, [])}
+        for itype in sorted(set(types) | spot_types):
+            listed = [prices_price_list(itype, "us-east-1", usd[itype])] if itype in usd else []
+            ps.add_response("get_products", {"FormatVersion": "aws_v1", "PriceList": listed}, None)
+        jobs.run_aws(job, settings, wh_factory, ec2=ec2, pricing=pricing)
+        es.assert_no_pending_responses()
+        ps.assert_no_pending_responses()
+
+
+def test_a_type_that_leaves_the_region_leaves_latest_prices(duckdb_wh, wh_factory):
+    def latest():
+        rows = duckdb_wh.query("SELECT instance_type, pricing_model, zone FROM latest_zone_prices")
+        return {tuple(r) for r in rows}
+
+    t = datetime.now(UTC) - timedelta(hours=3)
+    history = {
+        "p5": [prices_spot_item(az, "p5.48xlarge", "31.2", t) for az in ("us-east-1a", "us-east-1b")],
+        "p4d": [prices_spot_item("us-east-1a", "p4d.24xlarge", "9.8", t)],
+        "g5": [prices_spot_item("us-east-1a", "g5.xlarge", "0.4", t)],
+    }
+    usd = {"p5.48xlarge": "55.04", "p4d.24xlarge": "21.9576", "g5.xlarge": "1.006"}
+    _run_families(wh_factory, ["p5", "p4d", "g5"], history, ["p5.48xlarge", "p4d.24xlarge", "g5.xlarge"], usd)
+    full = latest()
+    assert len(full) == 7
+    # next window: no spot change anywhere (absent from a history window is not gone), and AWS
+    # no longer offers p4d in the region; a g5 backfill first judges g5 only
+    _run_families(wh_factory, ["g5"], {}, ["g5.xlarge"], usd)
+    assert latest() == full
+    _run_families(wh_factory, ["p5", "p4d"], {}, ["p5.48xlarge"], usd)
+    assert latest() == {r for r in full if r[0] != "p4d.24xlarge"}
+    # a Pricing API that answers nothing at all is no evidence; one that stops pricing p5 while
+    # still pricing g5 is: the on-demand p5 is withdrawn, its spot markets stay
+    _run_families(wh_factory, ["p5", "p4d"], {}, ["p5.48xlarge"], {})
+    assert latest() == {r for r in full if r[0] != "p4d.24xlarge"}
+    _run_families(wh_factory, ["p5", "g5"], {}, ["p5.48xlarge", "g5.xlarge"], {"g5.xlarge": "1.006"})
+    assert latest() == {r for r in full if r[0] == "g5.xlarge" or r[:2] == ("p5.48xlarge", "spot")}

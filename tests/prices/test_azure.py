@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 
 import pytest
@@ -59,18 +60,7 @@ def test_trailing_empty_page_quirk_stops(prices_azure):
 
 def test_link_off_host_is_refused(prices_azure):
     prices_azure.items = prices_azure.items[:10]
-    orig = prices_azure.handle
-
-    def evil(req):
-        resp = orig(req)
-        return resp.__class__(
-            resp.get_data().replace(prices_azure.base.encode(), b"http://169.254.169.254"),
-            resp.status_code,
-            content_type="application/json",
-        )
-
-    prices_azure.server.clear()
-    prices_azure.server.expect_request("/api/retail/prices").respond_with_handler(evil)
+    prices_azure.rewrite(lambda body: body.replace(prices_azure.base.encode(), b"http://169.254.169.254"))
     with pytest.raises(PriceSourceError, match="off the API host"):
         _fetch(prices_azure)
 
@@ -133,3 +123,50 @@ def test_connection_host_overrides_base_url_and_keeps_api_path(prices_azure, mon
     ep = resolve("azure_prices", "https://prices.azure.com/api/retail/prices")
     assert ep.base_url == f"{prices_azure.base}/api/retail/prices" and ep.api_key is None
     assert len(azure.fetch_region(_client(), ep.base_url, "eastus", PREFIXES)) == 6
+
+
+def _azure_latest(wh):
+    rows = wh.query("SELECT instance_type, pricing_model FROM latest_prices WHERE provider = 'azure'")
+    return {tuple(r) for r in rows}
+
+
+def test_withdrawn_sku_leaves_latest_prices_only_when_a_fetch_covered_it(prices_azure, duckdb_wh, wh_factory):
+    settings = parse_prices({"azure": {"base_url": prices_azure.base + "/api/retail/prices"}})
+    job = {"provider": "azure", "region": "westus2", "families": PREFIXES}
+    jobs.run_azure(job, settings, wh_factory)
+    full = _azure_latest(duckdb_wh)
+    assert len(full) == 6
+
+    def drop(sku_name):
+        prices_azure.items = [
+            i
+            for i in prices_azure.items
+            if not (i["armRegionName"] == "westus2" and i["skuName"] == sku_name)
+        ]
+
+    drop("ND96isr H100 v5 Spot")  # the spot meter is withdrawn, the on-demand one stays
+    drop("NC4as T4 v3")  # the NC4as on-demand meter is withdrawn too
+    # a backfill narrowed to Standard_ND covers ND only: NC4as is not judged by it
+    jobs.run_azure({**job, "families": ["Standard_ND"]}, settings, wh_factory)
+    assert _azure_latest(duckdb_wh) == full - {("Standard_ND96isr_H100_v5", "spot")}
+    # the eastus listing (another region) still has both and withdraws nothing in westus2
+    jobs.run_azure({**job, "region": "eastus"}, settings, wh_factory)
+    assert ("Standard_NC4as_T4_v3", "ondemand") in _azure_latest(duckdb_wh)
+    jobs.run_azure(job, settings, wh_factory)
+    latest = duckdb_wh.query(
+        "SELECT region, instance_type, pricing_model FROM latest_prices WHERE provider = 'azure'"
+    )
+    westus2 = {(t, m) for r, t, m in latest if r == "westus2"}
+    assert westus2 == full - {("Standard_ND96isr_H100_v5", "spot"), ("Standard_NC4as_T4_v3", "ondemand")}
+    assert len([r for r in latest if r[0] == "eastus"]) == 6
+    # the history stays: withdrawn is not deleted
+    assert duckdb_wh.query(
+        "SELECT count(*) FROM spot_prices WHERE region = 'westus2' AND instance_type = 'Standard_ND96isr_H100_v5'"
+    ) == [(1,)]
+
+
+def test_a_next_page_link_that_repeats_fails_the_fetch(prices_azure):
+    # every page links to page 2
+    prices_azure.rewrite(lambda body: re.sub(rb"%24skip=\d+", b"%24skip=4", body))
+    with pytest.raises(PriceSourceError, match="repeats"):
+        _fetch(prices_azure)

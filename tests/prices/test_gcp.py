@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from finops.prices import gcp, jobs
-from finops.prices.http import HttpClient
+from finops.prices.http import HttpClient, PriceSourceError
 from finops.prices.settings import HttpSettings, parse_prices
 
 
@@ -103,3 +103,38 @@ def test_job_through_http_connection_reruns_add_nothing(prices_gcp, duckdb_wh, w
     assert duckdb_wh.query(
         "SELECT gpu_model, gpu_count, vcpus FROM instance_catalog WHERE provider='gcp' AND instance_type='a3-highgpu-8g'"
     ) == [("H100-80GB", 8, 208)]
+
+
+def test_a_region_dropped_from_a_sku_withdraws_the_shapes_priced_with_it(prices_gcp, duckdb_wh, wh_factory):
+    settings = parse_prices({"gcp": {"base_url": prices_gcp.base, "regions": ["us-central1", "us-east4"]}})
+
+    def latest():
+        rows = duckdb_wh.query(
+            "SELECT region, split_part(instance_type, '-', 1), pricing_model, count(*) FROM latest_prices "
+            "WHERE provider = 'gcp' GROUP BY ALL"
+        )
+        return {tuple(r[:3]): r[3] for r in rows}
+
+    (job,) = jobs.plan_jobs(settings, provider="gcp")
+    jobs.run_gcp(job, settings, wh_factory)
+    full = latest()
+    assert full[("us-east4", "g2", "spot")] > 0 and full[("us-east4", "a2", "spot")] > 0
+    # the spot L4 SKU is no longer sold in us-east4, nor the spot A100 one
+    for sku in prices_gcp.skus:
+        if sku.get("description") in (
+            "Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas",
+            "Nvidia Tesla A100 GPU attached to Spot Preemptible VMs running in Americas",
+        ):
+            sku["serviceRegions"] = ["us-central1"]
+    # a backfill of the a2 series in us-east4 only judges a2 in us-east4
+    (narrow,) = jobs.plan_jobs(settings, provider="gcp", regions=["us-east4"], families=["a2"])
+    jobs.run_gcp(narrow, settings, wh_factory)
+    assert latest() == {k: n for k, n in full.items() if k != ("us-east4", "a2", "spot")}
+    jobs.run_gcp(job, settings, wh_factory)
+    assert latest() == {k: n for k, n in full.items() if k[0] != "us-east4" or k[2] != "spot"}
+
+
+def test_a_page_token_that_repeats_fails_the_fetch(prices_gcp):
+    prices_gcp.rewrite(lambda body: body.replace(b'"tok-10"', b'"tok-5"'))  # page 2 links to itself
+    with pytest.raises(PriceSourceError, match="repeats"):
+        gcp.fetch(_client(), prices_gcp.base, ["us-central1"], ["g2"])

@@ -72,3 +72,42 @@ def test_bad_key_fails_without_leaking_it(prices_lambda):
     with pytest.raises(PriceSourceError, match="HTTP 401") as ei:
         lambda_cloud.fetch(c, prices_lambda.base)
     assert "wrong-key-123" not in str(ei.value)
+
+
+def _lambda_latest(wh):
+    rows = wh.query("SELECT instance_type, price_per_hour FROM latest_prices WHERE provider = 'lambda'")
+    return dict(rows)
+
+
+def test_an_instance_type_lambda_drops_leaves_the_latest_prices(prices_lambda, prices_lambda_conn, any_wh):
+    from finops.prices import queries
+    from tests.prices.conftest import factory_for
+
+    settings = parse_prices({"lambda": {"conn_id": prices_lambda_conn}})
+    (job,) = jobs.plan_jobs(settings, provider="lambda")
+    jobs.run_lambda(job, settings, factory_for(any_wh))
+    assert "gpu_1x_a10" in _lambda_latest(any_wh)
+    assert [o.instance_type for o in queries.cheapest_offers(any_wh, "A10", max_age_days=None)] == [
+        "gpu_1x_a10"
+    ]
+
+    a10 = prices_lambda.doc["data"].pop("gpu_1x_a10")  # Lambda no longer offers it
+    jobs.run_lambda(job, settings, factory_for(any_wh))
+    assert set(_lambda_latest(any_wh)) == {
+        "gpu_1x_a100_sxm4",
+        "gpu_8x_a100_80gb_sxm4",
+        "gpu_1x_h100_pcie",
+        "gpu_8x_h100_sxm5",
+        "gpu_1x_gh200",
+    }
+    assert queries.cheapest_offers(any_wh, "A10", max_age_days=None) == []
+
+    # an answer with no readable instance type is no evidence that everything was withdrawn
+    saved = prices_lambda.doc["data"]
+    prices_lambda.doc["data"] = {"broken": {"instance_type": "nope"}}
+    jobs.run_lambda(job, settings, factory_for(any_wh))
+    assert len(_lambda_latest(any_wh)) == 5
+
+    prices_lambda.doc["data"] = {**saved, "gpu_1x_a10": a10}  # offered again, same price: back
+    assert jobs.run_lambda(job, settings, factory_for(any_wh))["ondemand_prices"] == 0
+    assert _lambda_latest(any_wh)["gpu_1x_a10"] == Decimal("0.75")

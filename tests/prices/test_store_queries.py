@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from decimal import Decimal
 
+import pytest
+
 from finops.prices import queries, store
 from finops.prices.records import CatalogEntry, PriceRecord, utcnow
 
@@ -219,3 +221,140 @@ def test_spot_placement_risk_latest_per_zone(any_wh):
     assert [r.zone_id for r in queries.spot_placement_risk(any_wh, "p5.48xlarge", region="us-west-2")] == [
         "usw2-az1"
     ]
+
+
+# -- withdrawn prices (migration 101): presence per item, coverage per scope -----------------------
+
+
+def _latest(wh, view="latest_prices"):
+    rows = wh.query(f"SELECT provider, region, zone, instance_type, pricing_model FROM {view}")
+    return {tuple(r) for r in rows}
+
+
+def _listing(wh, provider, regions, models, scope, seen, at):
+    """What a fetch of `provider` started at `at` listed (`seen`: PriceRecords) and covered."""
+    cov = [
+        store.Coverage(provider, r, m, type_match=k, type_pattern=v)
+        for r in regions
+        for m in models
+        for k, v in scope
+    ]
+    store.record_listing(wh, provider, map(store.presence_key, seen), cov, at)
+
+
+def test_a_price_the_covering_fetch_no_longer_lists_is_withdrawn(any_wh):
+    wh = any_wh
+    nd = _p("azure", "ondemand", "eastus", "Standard_ND96isr_H100_v5", "98.32", 48)
+    nd_spot = _p("azure", "spot", "eastus", "Standard_ND96isr_H100_v5", "39.33", 48)
+    nc = _p("azure", "ondemand", "eastus", "Standard_NC24ads_A100_v4", "3.673", 48)
+    west = _p("azure", "ondemand", "westus2", "Standard_ND96isr_H100_v5", "99.00", 48)
+    store.append_prices(wh, [nd, nd_spot, nc, west], "changes")
+    everything = _latest(wh)
+    assert len(everything) == 4
+    _listing(
+        wh, "azure", ["eastus"], ["spot", "ondemand"], [("prefix", "standard_n")], [nd, nd_spot, nc], utcnow()
+    )
+    assert _latest(wh) == everything  # listed again: an old observed_at is not stale
+    # next fetch of eastus, ND prefix only (a Param-narrowed backfill): the on-demand ND row is gone
+    _listing(wh, "azure", ["eastus"], ["spot", "ondemand"], [("prefix", "Standard_ND")], [nd_spot], utcnow())
+    gone = ("azure", "eastus", "", "Standard_ND96isr_H100_v5", "ondemand")
+    assert _latest(wh) == everything - {gone}
+    assert _latest(wh, "latest_zone_prices") == everything - {gone}
+    # NC (outside that fetch's scope), westus2 (another region) and the listed spot row stay; the
+    # spot discount no longer compares with the withdrawn on-demand price
+    assert queries.spot_discount_by_region(wh, max_age_days=None) == []
+    # listed again later at the same price (changes mode stores nothing new): back, with its old row
+    assert store.append_prices(wh, [nd], "changes")["ondemand_prices"] == 0
+    _listing(wh, "azure", ["eastus"], ["ondemand"], [("prefix", "Standard_ND")], [nd], utcnow())
+    assert _latest(wh) == everything
+
+
+def test_withdrawn_zone_never_wins_the_cheapest_zone_and_scopes_match_exactly(any_wh):
+    wh = any_wh
+    a = _p("aws", "spot", "us-east-1", "p5.48xlarge", "30.00", 5, zone="us-east-1a")
+    b = _p("aws", "spot", "us-east-1", "p5.48xlarge", "20.00", 5, zone="us-east-1b")
+    p5e = _p("aws", "spot", "us-east-1", "p5e.48xlarge", "40.00", 5, zone="us-east-1a")
+    g5 = _p("aws", "spot", "us-east-1", "g5.xlarge", "0.40", 5, zone="us-east-1a")
+    store.append_prices(wh, [a, b, p5e, g5], "points")
+    # 1b's market is gone; the p5 scope ("p5.") never covers p5e, the exact g5.xlarge scope covers g5
+    _listing(wh, "aws", ["us-east-1"], ["spot"], [("prefix", "p5."), ("exact", "g5.xlarge")], [a], utcnow())
+    rows = wh.query("SELECT instance_type, zone, price_per_hour FROM latest_prices ORDER BY instance_type")
+    assert rows == [
+        ("p5.48xlarge", "us-east-1a", Decimal("30.0000000000")),
+        ("p5e.48xlarge", "us-east-1a", Decimal("40.0000000000")),
+    ]
+
+
+def test_listing_stamps_move_forward_only(any_wh):
+    wh = any_wh
+    x = _p("lambda", "ondemand", "global", "gpu_1x_a10", "0.75", 1)
+    store.append_prices(wh, [x], "changes")
+    t0 = utcnow()
+    # the newer fetch (started t0 + 1 min, listing nothing) stores first; the older one (t0,
+    # listing x) stores after it: x is still withdrawn, the older answer rewinds nothing
+    _listing(wh, "lambda", ["global"], ["ondemand"], [("prefix", "")], [], t0 + timedelta(minutes=1))
+    _listing(wh, "lambda", ["global"], ["ondemand"], [("prefix", "")], [x], t0)
+    assert _latest(wh) == set()
+    assert wh.query("SELECT covered_at FROM price_coverage") == [(t0 + timedelta(minutes=1),)]
+    _listing(wh, "lambda", ["global"], ["ondemand"], [("prefix", "")], [x], t0 + timedelta(minutes=2))
+    assert _latest(wh) == {("lambda", "global", "", "gpu_1x_a10", "ondemand")}
+    assert wh.query("SELECT count(*) FROM price_presence") == [(1,)]
+
+
+def test_withdrawn_offers_leave_cheapest_offers_and_spot_discounts(any_wh):
+    _seed(any_wh)
+    # GCP's next fetch of us-central1 lists the on-demand a3 but no longer the spot one
+    seen = [_p("gcp", "ondemand", "us-central1", "a3-highgpu-8g", "88.25", 0)]
+    _listing(any_wh, "gcp", ["us-central1"], ["spot", "ondemand"], [("prefix", "a3-")], seen, utcnow())
+    offers = {(o.provider, o.pricing_model) for o in queries.cheapest_offers(any_wh, "H100", gpu_count=8)}
+    assert ("gcp", "ondemand") in offers and ("gcp", "spot") not in offers
+    assert "gcp" not in {d.provider for d in queries.spot_discount_by_region(any_wh)}
+
+
+def test_spot_discount_by_region_drops_regions_not_fetched_recently(any_wh):
+    _seed(any_wh)
+    any_wh.execute(
+        "UPDATE price_fetch_log SET fetched_at = ? WHERE provider = 'azure'", [utcnow() - timedelta(days=30)]
+    )
+    assert "azure" not in {d.provider for d in queries.spot_discount_by_region(any_wh)}
+    assert "azure" in {d.provider for d in queries.spot_discount_by_region(any_wh, max_age_days=None)}
+
+
+@pytest.fixture(params=["duckdb", pytest.param("postgres", marks=pytest.mark.postgres)])
+def wh_before_101(request, tmp_path, monkeypatch):
+    """A warehouse of each backend with every migration applied but 101 (a warehouse before this upgrade)."""
+    import finops.warehouse.duckdb_wh as dmod
+    import finops.warehouse.postgres_wh as pmod
+    from finops.warehouse.migrations import all_migrations
+
+    if request.param == "duckdb":
+        wh = dmod.DuckDBWarehouse(tmp_path / "wh.duckdb")
+    else:
+        dsn, schema = request.getfixturevalue("pg_dsn"), request.getfixturevalue("pg_schema")
+        wh = pmod.PostgresWarehouse.from_dsn(dsn, schema=schema)
+    with monkeypatch.context() as m:
+        for mod in (dmod, pmod):
+            m.setattr(mod, "all_migrations", lambda: [x for x in all_migrations() if x.version != 101])
+        wh.migrate()
+    yield wh
+    wh.close()
+
+
+def test_upgrade_keeps_prices_stored_before_presence_existed(wh_before_101):
+    from finops.warehouse.migrations import m0101_price_presence
+
+    wh = wh_before_101
+    old = [
+        _p("lambda", "ondemand", "global", "gpu_1x_a10", "0.75", 24 * 60),  # stable for 60 days
+        _p("lambda", "ondemand", "global", "gpu_8x_h100_sxm5", "23.92", 24 * 60),
+    ]
+    store.append_prices(wh, old, "changes")
+    before = _latest(wh)
+    assert wh.migrate() == [101]
+    assert _latest(wh) == before  # no presence row yet: nothing disappears on upgrade
+    for stmt in m0101_price_presence.statements(wh.dialect):  # re-running the migration is harmless
+        wh.execute(stmt)
+    assert _latest(wh) == before
+    # the first covering fetch after the upgrade lists the H100 only: the A10 is withdrawn
+    _listing(wh, "lambda", ["global"], ["ondemand"], [("prefix", "")], old[1:], utcnow())
+    assert _latest(wh) == {("lambda", "global", "", "gpu_8x_h100_sxm5", "ondemand")}

@@ -28,6 +28,7 @@ from finops.prices.records import (
     CatalogEntry,
     PlacementScore,
     PriceRecord,
+    TypeMatch,
     naive_utc,
     utcnow,
 )
@@ -55,6 +56,13 @@ def type_pattern(family_or_type: str) -> str:
     if _FAMILY.match(family_or_type):
         return f"{family_or_type}.*"
     raise ValueError(f"not an AWS instance family or type: {family_or_type!r}")
+
+
+def type_scope(family_or_type: str) -> tuple[TypeMatch, str]:
+    """The instance types a family filter asks for, as a coverage scope: `p5` -> ("prefix", "p5.")
+    (never p5e), `g5.xlarge` -> ("exact", "g5.xlarge")."""
+    pattern = type_pattern(family_or_type)
+    return ("prefix", pattern[:-1]) if pattern.endswith(".*") else ("exact", pattern)
 
 
 def _decimal(value: Any) -> Decimal | None:

@@ -3,7 +3,8 @@
 One listing per region: `serviceName eq 'Virtual Machines' and priceType eq 'Consumption' and
 armRegionName eq '<region>'`, followed through `NextPageLink`. The API's paging quirks are
 handled: the last page's link may be null, missing or an empty string, a trailing page may
-come back with no Items but a link, and a link is never followed off the API's own host.
+come back with no Items but a link, and a link is never followed off the API's own host; a
+link that repeats fails the fetch (a partial listing would make the rest look withdrawn).
 Rows kept: hourly Linux (no ' Windows' product) pay-as-you-go and Spot (' Spot' in skuName);
 Low Priority rows are dropped (a retired tier).
 """
@@ -11,7 +12,6 @@ Low Priority rows are dropped (a retired tier).
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
@@ -20,8 +20,6 @@ from typing import Any
 
 from finops.prices.http import HttpClient, PriceSourceError, same_origin
 from finops.prices.records import MAX_PRICE_PER_HOUR, PriceRecord, naive_utc, utcnow
-
-log = logging.getLogger(__name__)
 
 SOURCE = "azure:retail_prices"
 _REGION = re.compile(r"^[a-z][a-z0-9]{1,39}$")
@@ -59,9 +57,8 @@ def iter_pages(
             raise PriceSourceError(
                 "Azure Retail Prices: NextPageLink points off the API host; refusing to follow"
             )
-        if link in seen:
-            log.warning("Azure Retail Prices: NextPageLink repeats; stopping")
-            return
+        if link in seen:  # the rest is unknown: a partial listing would look like withdrawn prices
+            raise PriceSourceError("Azure Retail Prices: NextPageLink repeats; the listing is incomplete")
         seen.add(link)
         url, query = link, None  # the link carries the filter and $skip
     raise PriceSourceError(f"Azure Retail Prices: more than {max_pages} pages; raise prices.http.max_pages")

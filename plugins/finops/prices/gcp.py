@@ -9,7 +9,6 @@ Machine shapes come from the static table in gpu_models (the catalog has no mach
 from __future__ import annotations
 
 import json
-import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -19,8 +18,6 @@ from typing import Any
 from finops.prices.gpu_models import KNOWN_INSTANCES, normalise_gpu
 from finops.prices.http import HttpClient, PriceSourceError
 from finops.prices.records import MAX_PRICE_PER_HOUR, PriceRecord, utcnow
-
-log = logging.getLogger(__name__)
 
 SOURCE = "gcp:cloudbilling.skus"
 COMPUTE_SERVICE = "6F81-5844-456A"
@@ -122,9 +119,8 @@ def iter_skus(
         token = doc.get("nextPageToken") or None
         if not token or not isinstance(token, str):
             return
-        if token in seen:
-            log.warning("GCP Billing Catalog: nextPageToken repeats; stopping")
-            return
+        if token in seen:  # the rest is unknown: a partial listing would look like withdrawn prices
+            raise PriceSourceError("GCP Billing Catalog: nextPageToken repeats; the listing is incomplete")
         seen.add(token)
     raise PriceSourceError(f"GCP Billing Catalog: more than {max_pages} pages")
 

@@ -3,6 +3,27 @@ the CLI call them directly with their own clients / warehouse.
 
 The warehouse is opened only around reads and writes, never across network calls: the
 embedded DuckDB admits one writer, and mapped tasks run side by side.
+
+Withdrawn prices. Each job stamps the items its answer listed and the scope that answer is
+authoritative for (store.record_listing); the latest views leave out an item that a newer
+covering fetch no longer lists. The scope is what the job asked for (its region(s) and its
+families, so a Param-narrowed backfill judges nothing outside them), and an answer is evidence
+only when it holds at least one item (an empty one is more likely a glitch or a format change
+than a provider withdrawing everything). Per stream:
+- Azure Retail Prices (spot and on-demand): the region's full paged listing, filtered by the
+  armSkuName prefixes: authoritative for region x prefixes.
+- GCP Billing Catalog (spot and on-demand): the full global SKU listing, composed into the known
+  shapes of the requested series: authoritative for regions x series (a region dropped from a
+  SKU's serviceRegions withdraws the shapes priced with it).
+- Lambda instance-types: the full listing of every type: authoritative for all of them.
+- AWS on-demand (Pricing API): asked for every type describe_instance_types lists in the region
+  for the families (plus any type seen in spot history): authoritative for region x families.
+- AWS spot (describe_spot_price_history): changes within a window. AWS documents "the effective
+  price as of the start time" only for calls with both StartTime and EndTime, so a market absent
+  from a window is not taken as gone. A spot market counts as listed while its instance type is
+  still offered in the region (describe_instance_types, region-scoped) or when it has a point in
+  the window; it is withdrawn when the type leaves the region. One AZ dropping a type is not
+  detected (that would take describe_instance_type_offerings per AZ).
 """
 
 from __future__ import annotations
@@ -11,14 +32,14 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from finops.prices import aws, azure, gcp, lambda_cloud, store
 from finops.prices.conn import gcp_headers, resolve
 from finops.prices.gpu_models import KNOWN_INSTANCES, gpu_from_instance_name, known_instance
 from finops.prices.http import HttpClient
-from finops.prices.records import PROVIDERS, CatalogEntry, PriceRecord, utcnow
+from finops.prices.records import PROVIDERS, CatalogEntry, PriceRecord, TypeMatch, utcnow
 from finops.prices.settings import PricesSettings
 
 if TYPE_CHECKING:
@@ -141,19 +162,36 @@ def _static_catalog(provider: str, types: set[str]) -> list[CatalogEntry]:
     return out
 
 
+Scope = tuple[TypeMatch, str]  # (type_match, type_pattern) of store.Coverage
+
+
+def _coverage(
+    provider: str, regions: list[str], models: set[str], scope: list[Scope]
+) -> list[store.Coverage]:
+    return [
+        store.Coverage(provider, region, model, type_match=match, type_pattern=pattern)
+        for region in regions
+        for model in sorted(models)
+        for match, pattern in scope
+    ]
+
+
 def _store_snapshot(
-    wh: Warehouse,
-    provider: str,
-    regions: list[str],
-    source: str,
-    prices: list[PriceRecord],
-    catalog: list[CatalogEntry],
-    run_id: str | None,
+    wh: Warehouse, provider: str, snap: Snapshot, started: datetime, run_id: str | None
 ) -> dict[str, int]:
-    inserted = store.append_prices(wh, prices, mode="changes")
-    n_cat = store.upsert_catalog(wh, catalog)
-    store.log_fetch(wh, provider, regions, source, len(prices), sum(inserted.values()), run_id)
-    return {**inserted, "seen": len(prices), "instance_catalog": n_cat}
+    inserted = store.append_prices(wh, snap.prices, mode="changes")
+    n_cat = store.upsert_catalog(wh, snap.catalog)
+    models = set(store.TABLES) if snap.prices else set()  # one listing answers for spot and on-demand
+    store.record_listing(
+        wh,
+        provider,
+        map(store.presence_key, snap.prices),
+        _coverage(provider, snap.regions, models, snap.scope),
+        started,
+        run_id,
+    )
+    store.log_fetch(wh, provider, snap.regions, snap.source, len(snap.prices), sum(inserted.values()), run_id)
+    return {**inserted, "seen": len(snap.prices), "instance_catalog": n_cat}
 
 
 def run_aws(
@@ -200,6 +238,20 @@ def run_aws(
         for fam, ts in newest.items():
             if ts is not None:
                 store.set_watermark(wh, "aws", region, SPOT_STREAM, fam, ts)
+        # spot history is no listing: a stored market counts as listed while its type is offered
+        offered = {c.instance_type for c in catalog}
+        markets = [k for k in store.stored_items(wh, "aws", region, "spot") if k[3] in offered]
+        evidence = {"ondemand": ondemand, "spot": catalog}
+        store.record_listing(
+            wh,
+            "aws",
+            [*map(store.presence_key, spot + ondemand), *markets],
+            _coverage(
+                "aws", [region], {m for m, e in evidence.items() if e}, [aws.type_scope(f) for f in families]
+            ),
+            now,
+            run_id,
+        )
         inserted = n_spot["spot_prices"] + n_od["ondemand_prices"]
         store.log_fetch(wh, "aws", [region], "aws", len(spot) + len(ondemand), inserted, run_id)
     return {
@@ -219,12 +271,14 @@ def _client(settings: PricesSettings, **kw: Any) -> HttpClient:
 
 @dataclass
 class Snapshot:
-    """What one provider's price fetch returns: full snapshots of its regions (azure, gcp, lambda)."""
+    """What one provider's price fetch returns: full snapshots of its regions (azure, gcp, lambda),
+    authoritative for the instance types `scope` matches."""
 
     regions: list[str]
     source: str
     prices: list[PriceRecord]
     catalog: list[CatalogEntry]
+    scope: list[Scope]
 
 
 Fetch = Callable[[dict[str, Any], PricesSettings, HttpClient | None], Snapshot]
@@ -240,9 +294,10 @@ def _snapshot_runner(provider: str, fetch: Fetch) -> Callable[..., dict[str, Any
         client: HttpClient | None = None,
         run_id: str | None = None,
     ) -> dict[str, Any]:
+        started = utcnow()
         snap = fetch(job, settings, client)
         with wh_factory() as wh:
-            out = _store_snapshot(wh, provider, snap.regions, snap.source, snap.prices, snap.catalog, run_id)
+            out = _store_snapshot(wh, provider, snap, started, run_id)
         return {"provider": provider, "region": job.get("region", "global"), **out}
 
     run.__name__ = run.__qualname__ = f"run_{provider}"
@@ -261,7 +316,8 @@ def _fetch_azure(job: dict[str, Any], settings: PricesSettings, client: HttpClie
         cfg.currency,
         settings.http.max_pages,
     )
-    return Snapshot([job["region"]], azure.SOURCE, prices, _static_catalog("azure", {p.instance_type for p in prices}))
+    catalog = _static_catalog("azure", {p.instance_type for p in prices})
+    return Snapshot([job["region"]], azure.SOURCE, prices, catalog, [("prefix", f) for f in job["families"]])
 
 
 def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
@@ -277,7 +333,10 @@ def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient
         cfg.currency,
         settings.http.max_pages,
     )
-    return Snapshot(job["regions"], gcp.SOURCE, prices, _static_catalog("gcp", {p.instance_type for p in prices}))
+    catalog = _static_catalog("gcp", {p.instance_type for p in prices})
+    return Snapshot(
+        job["regions"], gcp.SOURCE, prices, catalog, [("prefix", f"{f}-") for f in job["families"]]
+    )
 
 
 def _fetch_lambda(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
@@ -293,7 +352,7 @@ def _fetch_lambda(job: dict[str, Any], settings: PricesSettings, client: HttpCli
         else:
             client = _client(settings, headers={"Authorization": f"Bearer {ep.api_key}"})
     prices, catalog = lambda_cloud.fetch(client, ep.base_url)
-    return Snapshot(["global"], lambda_cloud.SOURCE, prices, catalog)
+    return Snapshot(["global"], lambda_cloud.SOURCE, prices, catalog, [("prefix", "")])
 
 
 run_azure = _snapshot_runner("azure", _fetch_azure)

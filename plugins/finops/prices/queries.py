@@ -59,6 +59,19 @@ def spot_price_history(
     return [PricePoint(r[0], r[1], r[2], r[3], Decimal(str(r[4])), r[5], r[6]) for r in rows]
 
 
+def _fetched_within(alias: str, max_age_days: int | None) -> tuple[str, list[object]]:
+    """` AND ...` keeping rows of `alias` whose region was fetched successfully within
+    `max_age_days` (price_fetch_log): series store changes only, so an old observed_at alone does
+    not mean stale, and a region no longer fetched at all (dropped from finops.yaml) is. None: no filter."""
+    if max_age_days is None:
+        return "", []
+    return (
+        f" AND EXISTS (SELECT 1 FROM price_fetch_log f WHERE f.provider = {alias}.provider"
+        f" AND f.region = {alias}.region AND f.fetched_at >= ?)",
+        [utcnow() - timedelta(days=max_age_days)],
+    )
+
+
 @dataclass(frozen=True)
 class Offer:
     provider: str
@@ -94,21 +107,14 @@ def cheapest_offers(
 
     `gpu_model` takes any spelling ("H100", "nvidia-h100-80gb", "A100 80GB"). Regions whose
     source has not been fetched successfully within `max_age_days` (price_fetch_log) are left
-    out: series store changes only, so an old observed_at alone does not mean stale. None keeps all."""
+    out (None keeps all); prices their provider withdrew are never in latest_prices."""
     model = normalise_gpu(gpu_model) or gpu_model
     pricing = [p for p in pricing if p in ("spot", "ondemand")]
     if not pricing:
         return []
     marks = ", ".join("?" for _ in pricing)
-    params: list[object] = [model, gpu_count, *pricing, currency]
-    age_sql = ""
-    if max_age_days is not None:
-        age_sql = (
-            " AND EXISTS (SELECT 1 FROM price_fetch_log f WHERE f.provider = lp.provider"
-            " AND f.region = lp.region AND f.fetched_at >= ?)"
-        )
-        params.append(utcnow() - timedelta(days=max_age_days))
-    params.append(limit)
+    age_sql, age_params = _fetched_within("lp", max_age_days)
+    params: list[object] = [model, gpu_count, *pricing, currency, *age_params, limit]
     rows = wh.query(
         f"""SELECT lp.provider, lp.region, lp.zone, lp.instance_type, lp.pricing_model, lp.price_per_hour,
                    lp.currency, lp.observed_at, c.gpu_model, c.gpu_count, c.gpu_memory_gib, c.vcpus,
@@ -157,24 +163,28 @@ class SpotDiscount:
 
 
 def spot_discount_by_region(
-    wh: Warehouse, provider: str | None = None, instance_type: str | None = None
+    wh: Warehouse, provider: str | None = None, instance_type: str | None = None, max_age_days: int | None = 7
 ) -> list[SpotDiscount]:
     """Latest spot (cheapest zone) vs latest on-demand price per region and instance type,
-    biggest discount first."""
-    where, params = [], []
+    biggest discount first. Regions not fetched within `max_age_days` are left out, as in
+    `cheapest_offers`."""
+    where: list[str] = []
+    params: list[object] = []
     if provider:
         where.append("s.provider = ?")
         params.append(provider)
     if instance_type:
         where.append("s.instance_type = ?")
         params.append(instance_type)
+    age_sql, age_params = _fetched_within("s", max_age_days)
+    params += age_params
     rows = wh.query(
         f"""SELECT s.provider, s.region, s.instance_type, s.price_per_hour, o.price_per_hour, s.currency
             FROM latest_prices s
             JOIN latest_prices o ON o.provider = s.provider AND o.region = s.region
                  AND o.instance_type = s.instance_type AND o.os = s.os AND o.currency = s.currency
                  AND o.pricing_model = 'ondemand'
-            WHERE s.pricing_model = 'spot' AND o.price_per_hour > 0{"".join(" AND " + w for w in where)}
+            WHERE s.pricing_model = 'spot' AND o.price_per_hour > 0{"".join(" AND " + w for w in where)}{age_sql}
             ORDER BY s.price_per_hour / o.price_per_hour, s.provider, s.region, s.instance_type""",
         params,
     )

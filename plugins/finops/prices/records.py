@@ -8,6 +8,8 @@ from decimal import Decimal
 from typing import Literal
 
 PricingModel = Literal["spot", "ondemand"]
+# how a fetch's scope matches instance types: a case-insensitive prefix, or the type itself
+TypeMatch = Literal["prefix", "exact"]
 PROVIDERS = ("aws", "azure", "gcp", "lambda")
 # No instance costs this much an hour; anything above is a parse accident or a hostile row.
 MAX_PRICE_PER_HOUR = Decimal(100_000)

@@ -7,18 +7,25 @@ Two kinds of sources, two de-duplication rules:
 - `changes` (snapshot APIs: Azure, GCP, Lambda, AWS Pricing): a row is stored only when the
   price differs from the latest stored one for that key, so a 6-hourly poll of an unchanged
   price list adds nothing and the table stays a list of price changes.
+
+Because series are change-only, an old observed_at does not mean a price is gone. A fetch
+records what its answer listed (`record_listing`: `price_presence`, one row per item, the newest
+fetch that listed it) and what that answer is authoritative for (`price_coverage`, one row per
+scope). The latest views (migration 101) leave out an item that a newer covering fetch no longer
+lists: a withdrawn price is history, never "latest".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import astuple, dataclass, fields
 from datetime import datetime
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 
-from finops.prices.records import CatalogEntry, PlacementScore, PriceRecord, naive_utc, utcnow
+from finops.prices.records import CatalogEntry, PlacementScore, PriceRecord, TypeMatch, naive_utc, utcnow
 
 if TYPE_CHECKING:
     from finops.warehouse.base import Warehouse
@@ -226,3 +233,80 @@ def log_fetch(
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             [provider, region, source, now, seen, inserted, run_id],
         )
+
+
+PresenceKey = tuple[str, str, str, str, str, str]  # provider, region, zone, instance_type, os, pricing_model
+PRESENCE_KEY = ("provider", "region", "zone", "instance_type", "os", "pricing_model")
+
+
+def presence_key(r: PriceRecord) -> PresenceKey:
+    return (r.provider, r.region, r.zone, r.instance_type, r.os, r.pricing_model)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """A scope one fetch's answer is authoritative for: it lists every item of `provider` in
+    `region` with this pricing model and OS whose instance type matches, so an item it covers
+    and did not list is withdrawn. type_match 'prefix': a case-insensitive prefix of the type
+    ('' = every type); 'exact': the type itself."""
+
+    provider: str
+    region: str
+    pricing_model: str
+    os: str = "linux"
+    type_match: TypeMatch = "prefix"
+    type_pattern: str = ""
+
+
+COVERAGE_KEY = tuple(f.name for f in fields(Coverage))  # a row of price_coverage is astuple(Coverage)
+
+
+def stored_items(wh: Warehouse, provider: str, region: str, pricing_model: str) -> list[PresenceKey]:
+    """Every item ever stored for one provider, region and pricing model (any age)."""
+    rows = wh.query(
+        f"SELECT DISTINCT zone, instance_type, os FROM {TABLES[pricing_model]} WHERE provider = ? AND region = ?",
+        [provider, region],
+    )
+    return [(provider, region, z, t, o, pricing_model) for z, t, o in rows]
+
+
+def _stamp(
+    wh: Warehouse,
+    table: str,
+    key: Sequence[str],
+    ts_col: str,
+    provider: str,
+    rows: Iterable[tuple],
+    at: datetime,
+    run_id: str | None,
+) -> int:
+    """Upsert `rows` (values of `key`) stamped `at`, forward only like watermarks: a row that a
+    fetch started later already stamped (it stored first) is left as it is."""
+    newer = {
+        tuple(r)
+        for r in wh.query(
+            f"SELECT {', '.join(key)} FROM {table} WHERE provider = ? AND {ts_col} >= ?", [provider, at]
+        )
+    }
+    todo = sorted(set(rows) - newer)
+    if not todo:
+        return 0
+    data = {k: [r[i] for r in todo] for i, k in enumerate(key)}
+    data[ts_col] = pa.array([at] * len(todo), pa.timestamp("us"))
+    data["run_id"] = pa.array([run_id] * len(todo), pa.string())
+    return wh.upsert_arrow(table, pa.table(data), keys=key)
+
+
+def record_listing(
+    wh: Warehouse,
+    provider: str,
+    seen: Iterable[PresenceKey],
+    coverage: Iterable[Coverage],
+    at: datetime,
+    run_id: str | None = None,
+) -> None:
+    """Stamp what one fetch (started at `at`) listed, then what its answer covers. Presence is
+    written first: a failure between the two leaves items present, never wrongly withdrawn."""
+    at = naive_utc(at)
+    _stamp(wh, "price_presence", PRESENCE_KEY, "last_seen_at", provider, seen, at, run_id)
+    _stamp(wh, "price_coverage", COVERAGE_KEY, "covered_at", provider, map(astuple, coverage), at, run_id)
