@@ -49,15 +49,20 @@ DEFAULT_ARGS = {
 def finops_gpu_benchmark():
     @task
     def plan() -> list[dict[str, Any]]:
+        from airflow.sdk.exceptions import AirflowFailException
+
         from finops.bench import lifecycle
         from finops.bench.settings import get_settings
 
         ctx = get_current_context()
         params = ctx["params"]
-        settings = get_settings()
+        try:  # a bad benchmarks: section or an unknown target key: no retry can fix it
+            settings = get_settings()
+            chosen, dropped = lifecycle.plan(settings, params.get("targets") or None, params.get("max_instances"))
+        except ValueError as e:
+            raise AirflowFailException(str(e)) from None
         scheduled = str(ctx["dag_run"].run_type).lower().endswith("scheduled")
         dry_run = settings.dry_run if scheduled else bool(params["dry_run"])
-        chosen, dropped = lifecycle.plan(settings, params.get("targets") or None, params.get("max_instances"))
         if dropped:
             print(f"cap: not launching {dropped}")
         return [{"target": t, "dry_run": dry_run, "quick": bool(params.get("quick"))} for t in chosen]

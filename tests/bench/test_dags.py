@@ -96,3 +96,13 @@ def test_real_run_without_results_still_tears_down(airflow_db, bench_config, ben
         wh.close()
     assert acts == [("launch", "ok"), ("terminate", "ok")]
     assert "benchmark_wait_failed" in [e.kind for e in bench_alerts]
+
+
+def test_unknown_target_fails_the_plan_at_once(airflow_db, bench_config):
+    """A target key that is not configured cannot be fixed by a retry: before, plan retried
+    twice with backoff (2.5 min) before the run failed."""
+    dr = _dag("finops_gpu_benchmark").test(run_conf={"dry_run": True, "targets": ["aws/us-east-1/p5.48xlarge"]})
+    tries = {ti.task_id: (str(ti.state), ti.try_number) for ti in dr.get_task_instances()}
+    assert str(dr.state) == "failed"
+    assert tries["plan"] == ("failed", 1)
+

@@ -77,3 +77,26 @@ def test_scheduled_runs_stay_dry_unless_enforced(monkeypatch):
     assert effective_dry_run(False, "manual") is False and effective_dry_run(True, "manual") is True
     monkeypatch.setenv("AIRFLOW_VAR_FINOPS_POLICY_ENFORCE", "true")
     assert effective_dry_run(True, "scheduled") is False
+
+
+def _tries(dr) -> dict[str, tuple[str, int]]:
+    return {ti.task_id: (str(ti.state), ti.try_number) for ti in dr.get_task_instances()}
+
+
+def test_audit_of_a_filter_matching_no_target_fails(airflow_db, aws_conn, pol_config, pol_boto, pol_launch):
+    """A typo in the form's account (or a provider with no target) evaluated nothing and the run
+    was green, its report saying '(none)': it read as 'no violations'. Now it fails at once."""
+    pol_launch("idle", {"owner": "b"})
+    dr = _load("finops_audit").test(run_conf={"account": "aws-tset", "dry_run": True})
+    assert str(dr.state) == "failed"
+    assert _tries(dr) == {"evaluate_policies": ("failed", 1), "violations_report": ("upstream_failed", 0)}
+    dr = _load("finops_audit").test(run_conf={"account": "aws-test", "dry_run": True})  # the right name
+    assert str(dr.state) == "success"
+
+
+def test_audit_of_an_unknown_policy_fails_without_retries(airflow_db, aws_conn, pol_config, pol_boto):
+    """An unknown policy name cannot be fixed by a retry: before, the task retried twice with
+    exponential backoff (6+ minutes) before failing."""
+    dr = _load("finops_audit").test(run_conf={"policy": "idle-gpus", "dry_run": True})
+    assert str(dr.state) == "failed"
+    assert _tries(dr)["evaluate_policies"] == ("failed", 1)

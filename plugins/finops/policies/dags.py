@@ -34,17 +34,42 @@ def _dry_run_param() -> Param:
 def _run(kind: str | None, params: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowFailException
 
+    from finops.policies.model import PolicyError
     from finops.policies.tasks import PolicyRunFailed, effective_dry_run, run_policies
 
     ctx = get_current_context()
     run_type = str(getattr(ctx["dag_run"], "run_type", "") or "").split(".")[-1].lower()
     dry = effective_dry_run(bool(params.get("dry_run", True)), run_type)
     provider = params.get("provider") if params.get("provider") not in (None, "", "all") else None
+    account = params.get("account") or None
     try:
-        return run_policies(kind=kind, dry_run=dry, run_id=ctx["run_id"], provider=provider,
-                            account=params.get("account") or None, policy=params.get("policy") or None)
+        summary = run_policies(kind=kind, dry_run=dry, run_id=ctx["run_id"], provider=provider,
+                               account=account, policy=params.get("policy") or None)
     except PolicyRunFailed as e:
         raise AirflowFailException(str(e)) from e
+    except PolicyError as e:  # an unknown policy name, a bad policy file: no retry fixes it
+        raise AirflowFailException(str(e)) from None
+    if (provider or account) and not _evaluated(summary):
+        # a typo in the form must not read as "no violations"
+        raise AirflowFailException(f"no policy has a configured target matching {_scope(provider, account)}: "
+                                   f"nothing was evaluated; configured targets: {_targets()}")
+    return summary
+
+
+def _evaluated(summary: dict[str, Any]) -> bool:
+    return any("skipped" not in res for res in summary.get("policies", {}).values())
+
+
+def _scope(provider: str | None, account: str | None) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in (("provider", provider), ("account", account)) if v)
+
+
+def _targets() -> str:
+    from finops.policies.model import load_all
+    from finops.policies.tasks import policies_dir
+
+    _, targets = load_all(policies_dir())
+    return ", ".join(f"{t.name} ({t.provider}{', ' + t.account if t.account else ''})" for t in targets) or "(none)"
 
 
 def build_policy_dag(kind: str, dag_id: str, schedule: str, description: str, *,

@@ -102,6 +102,8 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
             # one planner per provider: a mapped task can only expand over a task's return value
             @task(task_id=f"plan_{provider}")
             def plan() -> list[dict]:
+                from airflow.sdk.exceptions import AirflowFailException
+
                 from finops.prices.jobs import plan_jobs
                 from finops.prices.settings import get_prices_settings
 
@@ -109,14 +111,17 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                 chosen = p.get("provider") or "all"
                 if chosen not in ("all", provider):
                     return []
-                return plan_jobs(
-                    get_prices_settings(),
-                    provider=provider,
-                    strict=chosen != "all",  # with "all", names of other clouds are skipped
-                    regions=list(p.get("regions") or []) or None,
-                    families=list(p.get("instance_families") or []) or None,
-                    lookback_days=p.get("lookback_days") or None,
-                )
+                try:
+                    return plan_jobs(
+                        get_prices_settings(),
+                        provider=provider,
+                        strict=chosen != "all",  # with "all", names of other clouds are skipped
+                        regions=list(p.get("regions") or []) or None,
+                        families=list(p.get("instance_families") or []) or None,
+                        lookback_days=p.get("lookback_days") or None,
+                    )
+                except ValueError as e:  # a typo in the Params or a bad prices: section: no retry fixes it
+                    raise AirflowFailException(str(e)) from None
 
             return plan
 
