@@ -106,3 +106,56 @@ def test_unknown_target_fails_the_plan_at_once(airflow_db, bench_config):
     assert str(dr.state) == "failed"
     assert tries["plan"] == ("failed", 1)
 
+
+def test_a_retried_reaper_run_does_not_reap_an_instance_twice(airflow_db, finops_home, tmp_path, monkeypatch,
+                                                              bench_lambda_api):
+    """The reaper retries when any cloud failed. Its retry listed the Lambda instance the first
+    attempt had terminated (Lambda shows it `terminating` for a while), terminated it again and
+    audited a second reap, spending the cap on it. Now an instance already ending is left be."""
+    from datetime import UTC, datetime, timedelta
+
+    from werkzeug.wrappers import Response
+
+    from finops.bench.launchers.base import LaunchSpec
+    from finops.bench.launchers.lambda_cloud import LambdaLauncher
+    from finops.bench.launchers.rest import RestClient
+    from finops.bench.settings import parse_settings
+    from finops.demo.emulators import conn_env_var
+    from finops.warehouse import connect
+
+    api, server = bench_lambda_api, bench_lambda_api.server
+    target = {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_h100_sxm5", "ssh_key_name": "ops"}
+    settings = parse_settings({"targets": [target]})
+    expired = datetime.now(UTC) - timedelta(hours=2)
+    spec = LaunchSpec("0123456789abcdef0123", "finops_gpu_benchmark", "manual__old", "us-west-1", "gpu_1x_h100_sxm5",
+                      "ondemand", "#!/bin/bash", expired, 30)
+    [iid] = LambdaLauncher(RestClient(server.url_for("/"), api.api_key), settings.targets[0]).launch(spec)
+
+    def broken_cloud(request):  # a second cloud whose listing fails; meanwhile Lambda still shows
+        for i in api.instances.values():  # the instance the first attempt ended as terminating
+            if i["status"] == "terminated":
+                i["status"] = "terminating"
+        return Response('{"error": {"code": "global/invalid-api-key", "message": "no"}}', status=401)
+
+    server.expect_request("/broken/api/v1/instances", method="GET").respond_with_handler(broken_cloud)
+    for conn_id, host in (("lambda_cloud_default", server.url_for("/").rstrip("/")),
+                          ("lambda_broken", server.url_for("/broken"))):
+        monkeypatch.setenv(conn_env_var(conn_id), json.dumps({"conn_type": "http", "host": host,
+                                                              "password": api.api_key}))
+    cfg = {"benchmarks": {"dry_run": False, "targets": [target, target | {"region": "us-east-1",
+                                                                         "conn_id": "lambda_broken"}]}}
+    path = tmp_path / "finops.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    monkeypatch.setenv("FINOPS_CONFIG", str(path))
+    dag = _dag("finops_bench_reaper")
+    dag.get_task("reap").retries = 1
+    dag.get_task("reap").retry_delay = timedelta(seconds=1)
+    dr = dag.test(run_conf={"dry_run": False})
+    [ti] = dr.get_task_instances()
+    assert (str(dr.state), ti.try_number) == ("failed", 2)  # the broken cloud failed both attempts
+    wh = connect()
+    try:
+        reaps = wh.query("SELECT result FROM policy_actions WHERE action = 'reap' AND resource_id = ?", [iid])
+    finally:
+        wh.close()
+    assert reaps == [("ok",)]

@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 DAG_ID = "finops_gpu_benchmark"
 
 Presign = Callable[[str, int], str]  # (results uri, expires_in_s) -> https URL the instance PUTs to
+# The clouds' words for "termination already asked for, still listed": AWS shutting-down, Azure
+# Deleting and Lambda terminating (launchers map Azure's to `terminating`). Not asked again.
+ENDING = ("shutting-down", "terminating")
 
 
 class CollectError(RuntimeError):
@@ -243,7 +246,7 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
                              resource_id=i.instance_id, action="terminate", result="dry_run", dry_run=True,
                              reason=f"would terminate bench run {bid}")
             return rep
-        todo = [i.instance_id for i in alive or [] if i.state not in ("shutting-down", "terminating")]
+        todo = [i.instance_id for i in alive or [] if i.state not in ENDING]
         if todo:
             try:
                 launcher.terminate(todo)
@@ -288,7 +291,7 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
     (powered off, still billed) do not end themselves. A dry run asked for by hand ends nothing."""
     now = now or datetime.now(UTC)
     report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
-                              "capped": []}
+                              "capped": [], "ending": []}
     live_runs = _live_launches(wh) if dry_run and clean_live_launches else set()
     seen: set[tuple[str, str]] = set()
     for ln in launchers:
@@ -306,6 +309,12 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
         for i in expired:
             key = f"{i.provider}:{i.region}:{i.instance_id}"
             report["expired"].append(key)
+            if i.state in ENDING:
+                # already being terminated (by an earlier attempt of this run -- the task retries when
+                # another cloud failed -- or by the benchmark's teardown): asking again would audit a
+                # second reap of the same instance and spend the cap on it
+                report["ending"].append(key)
+                continue
             if len(report["terminated"]) >= cap:
                 report["capped"].append(key)
                 continue
