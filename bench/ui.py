@@ -61,7 +61,9 @@ def generate(wh, days: int, per_day: int, start: date) -> None:  # noqa: ANN001
     wh.execute(f"""INSERT INTO tag_compliance SELECT DATE '{snap.isoformat()}', 'require-team-tag', 'aws', 'acct',
                        'us-east-1', 'r-' || (i * 4), NULL, NULL, '["team"]', '[]', i % 10 >= 3, 'run', now()::TIMESTAMP
                      FROM range(50000) t(i)""")
-    wh.execute("""INSERT INTO policy_actions SELECT 'pa-' || i, 'run-' || (i // 100), 'idle-gpu', 'idle', 'aws', 'acct',
+    wh.execute("""INSERT INTO policy_actions (action_id, run_id, policy, policy_kind, provider, account, region,
+                      resource_id, resource_name, owner, decision, action, result, reason, dry_run, evidence, created_at)
+                    SELECT 'pa-' || i, 'run-' || (i // 100), 'idle-gpu', 'idle', 'aws', 'acct',
                       'us-east-1', 'r-' || i, NULL, NULL, 'stop', 'stop_instance', 'skipped_dry_run', 'idle', TRUE,
                       '{}', now()::TIMESTAMP - to_seconds(CAST(i AS BIGINT)) FROM range(100000) t(i)""")
     wh.execute(f"""INSERT INTO anomalies SELECT 'an-' || i, 'team', 'team-' || (i % 20), 'amortised', 'USD', 'open',

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from decimal import Decimal
 
-from finops.policies.audit import record_action, record_tag_snapshot
+from finops.policies.audit import RECORDED, Entry, record_tag_snapshot, write_rows
 from finops.policies.decide import Resource, check_tags, decide
 from finops.policies.model import Policy
 from finops.policies.report import violations_report
@@ -37,8 +37,7 @@ def test_audit_and_report_on_both_backends(any_wh, finops_home):
     decisions = [(decide(POL, r, NOW), check_tags(POL, r)) for r in resources]
     record_tag_snapshot(any_wh, "run-1", POL.name, NOW.date(), decisions)
     record_tag_snapshot(any_wh, "run-1", POL.name, NOW.date(), decisions)  # idempotent re-run
-    for d, _ in decisions:
-        record_action(any_wh, "run-1", "tags", d, d.action, "recorded", True)
+    write_rows(any_wh, "run-1", "tags", [Entry(d, "recorded", RECORDED) for d, _ in decisions], True)
     assert any_wh.query("SELECT count(*) FROM tag_compliance")[0][0] == 6
     assert any_wh.query("SELECT count(*) FROM policy_actions WHERE run_id = ?", ["run-1"])[0][0] == 6
     owner = any_wh.query("SELECT owner, evidence FROM policy_actions WHERE resource_id = ?", ["i-00000005"])[0]

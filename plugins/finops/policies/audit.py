@@ -1,12 +1,18 @@
 """Audit writers: every decision and action -> `policy_actions`; tag snapshots -> `tag_compliance`.
 
-Values are always bound parameters (tag values and names are hostile input)."""
+An action's row is written BEFORE the cloud is called, and updated to the outcome after
+(migration 201): `reserved` with the plan, `pending` (committed) right before the call, then
+`done` / `failed`. A row still `pending` means the call may have happened and nobody recorded
+what it did: it reads "outcome unknown" wherever the result is shown, and the next run of the
+policy settles it (engine._reconcile). Values are always bound parameters (tag values and names are
+hostile input)."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -16,28 +22,133 @@ from finops.warehouse.base import Warehouse
 _PA_COLS = (
     "action_id", "run_id", "policy", "policy_kind", "provider", "account", "region", "resource_id",
     "resource_name", "owner", "decision", "action", "result", "reason", "dry_run", "evidence", "created_at",
+    "status", "updated_at",
 )
+
+# The life of a row (policy_actions.status).
+RECORDED = "recorded"  # a decision that calls nothing (none / report / wait, an aborted plan)
+RESERVED = "reserved"  # an action planned and counted against the cap, not attempted yet
+PENDING = "pending"  # being attempted: the call may have happened, its outcome is not recorded
+DONE = "done"  # the call returned; `result` says what it answered
+FAILED = "failed"  # the action (or the metric read deciding it) raised; `result` holds the error
+UNKNOWN = "unknown"  # a later run found it pending: the run died between the call and its outcome
+NOT_ATTEMPTED = "not_attempted"  # a later run found it reserved: the run ended before calling
+UNFINISHED = (RESERVED, PENDING)
+# Rows that hold a reservation: they count against the cap of every run they overlap.
+COUNTED = (RESERVED, PENDING, DONE, FAILED, UNKNOWN)
+_DB_NOW = "CAST(current_timestamp AS TIMESTAMP)"  # the warehouse's clock, UTC (both backends)
+
+
+def outcome_unknown(action: str) -> str:
+    """The result a row carries while its call is in flight, and keeps if nobody records more."""
+    return f"outcome unknown: {action} was being attempted; no outcome recorded"
 
 
 def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def record_action(
-    wh: Warehouse, run_id: str, kind: str, d: Decision, action: str, result: str, dry_run: bool,
-    extra: dict[str, Any] | None = None,
-) -> str:
-    r = d.resource
-    aid = uuid.uuid4().hex
-    evidence = json.dumps({**d.evidence, **(extra or {})}, default=str)
-    row = (
-        aid, run_id, d.policy, kind, r.provider, r.account, r.region, r.resource_id, r.name, d.owner,
-        d.verdict, action, result, d.reason, dry_run, evidence, _now(),
+def db_now(wh: Warehouse) -> datetime:
+    """The warehouse's clock (naive UTC). Runs on different workers compare their audit times
+    (the cap's overlap window), so they are taken from one clock, not each worker's own."""
+    return wh.query(f"SELECT {_DB_NOW}")[0][0]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One decision's row as first written."""
+
+    decision: Decision
+    result: str
+    status: str
+
+
+def write_rows(wh: Warehouse, run_id: str, kind: str, entries: Sequence[Entry], dry_run: bool) -> list[str]:
+    """Every row in ONE insert (one transaction on both backends): a run's plan is on record in
+    full before any of it is attempted, or not at all. Returns the action ids, in order."""
+    import pyarrow as pa
+
+    if not entries:
+        return []
+    at = db_now(wh)
+    ids = [uuid.uuid4().hex for _ in entries]
+    cols: dict[str, list[Any]] = {c: [] for c in _PA_COLS}
+    for aid, e in zip(ids, entries, strict=True):
+        d, r = e.decision, e.decision.resource
+        values = (aid, run_id, d.policy, kind, r.provider, r.account, r.region, r.resource_id, r.name, d.owner,
+                  d.verdict, d.action, e.result, d.reason, dry_run, json.dumps(d.evidence, default=str), at,
+                  e.status, at)
+        for c, v in zip(_PA_COLS, values, strict=True):
+            cols[c].append(v)
+    types = {"dry_run": pa.bool_(), "created_at": pa.timestamp("us"), "updated_at": pa.timestamp("us")}
+    wh.insert_arrow("policy_actions", pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in cols.items()}))
+    return ids
+
+
+def begin(wh: Warehouse, action_id: str, action: str) -> None:
+    """reserved -> pending, committed before the call is made. Raises when the row could not be
+    moved (warehouse down, no privilege, row gone): then the call must not be made."""
+    moved = wh.query(
+        f"UPDATE policy_actions SET status = ?, result = ?, updated_at = {_DB_NOW} "
+        "WHERE action_id = ? AND status = ? RETURNING action_id",
+        [PENDING, outcome_unknown(action), action_id, RESERVED],
     )
+    if len(moved) != 1:
+        raise RuntimeError(f"policy_actions row {action_id} is not reserved any more; not attempting")
+
+
+def settle(wh: Warehouse, action_id: str, status: str, result: str, evidence: dict[str, Any], *,
+           by_owner: bool = True) -> None:
+    """Record an outcome. `updated_at` is the owning run's last write (the cap's overlap window
+    reads it), so a later run settling a dead run's row (`by_owner=False`) leaves it."""
+    stamp = f", updated_at = {_DB_NOW}" if by_owner else ""
     wh.execute(
-        f"INSERT INTO policy_actions ({', '.join(_PA_COLS)}) VALUES ({', '.join('?' for _ in _PA_COLS)})", row
+        f"UPDATE policy_actions SET status = ?, result = ?, evidence = ?{stamp} WHERE action_id = ?",
+        [status, result, json.dumps(evidence, default=str), action_id],
     )
-    return aid
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A row its run left reserved or pending."""
+
+    action_id: str
+    run_id: str
+    provider: str
+    account: str | None
+    region: str | None
+    resource_id: str
+    resource_name: str | None
+    action: str
+    status: str
+    evidence: dict[str, Any]
+
+
+def unfinished(wh: Warehouse, policy: str) -> list[Unfinished]:
+    rows = wh.query(
+        "SELECT action_id, run_id, provider, account, region, resource_id, resource_name, action, status, evidence "
+        f"FROM policy_actions WHERE policy = ? AND status IN ({', '.join('?' for _ in UNFINISHED)}) "
+        "ORDER BY created_at, action_id",
+        [policy, *UNFINISHED],
+    )
+    return [Unfinished(*r[:9], json.loads(r[9]) if r[9] else {}) for r in rows]
+
+
+def overlapping_actions(wh: Warehouse, policy: str, since: datetime, mutating: Sequence[str]) -> dict[str, int]:
+    """Live (not dry-run) reserved actions of `policy` per run, for every run that overlaps a run
+    started at `since`: one that wrote to the log at or after it, or still has a row reserved or
+    pending. Such a run counts in full, its earlier actions too."""
+    acts = ", ".join("?" for _ in mutating)
+    counted = ", ".join("?" for _ in COUNTED)
+    unfinished_ = ", ".join("?" for _ in UNFINISHED)
+    rows = wh.query(
+        f"SELECT run_id, count(*) FROM policy_actions WHERE policy = ? AND dry_run = FALSE "
+        f"AND action IN ({acts}) AND status IN ({counted}) AND run_id IN ("
+        f"  SELECT run_id FROM policy_actions WHERE policy = ? AND (updated_at >= ? OR status IN ({unfinished_}))"
+        ") GROUP BY run_id ORDER BY run_id",
+        [policy, *mutating, *COUNTED, policy, since, *UNFINISHED],
+    )
+    return {str(run): int(n) for run, n in rows}
 
 
 def record_tag_snapshot(

@@ -2,8 +2,10 @@
 
 Cap aborts and audited per-resource failures (a metric read or an action, after the client's
 own retries) fail the task at once: a retry would re-run the other resources' actions too;
-other errors (an inventory listing failing) retry with exponential backoff. Re-running is safe:
-every decision is recomputed from the clouds' current state."""
+other errors (an inventory listing failing, the audit log unwritable before the first action)
+retry with exponential backoff. Re-running is safe: every decision is recomputed from the
+clouds' current state, and a row an attempt killed mid-action left pending is reconciled by
+the next one (finops.policies.engine)."""
 
 from __future__ import annotations
 

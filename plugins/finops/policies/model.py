@@ -162,7 +162,10 @@ class Policy(_Model):
     action: ActionKind = "report"
     allow_terminate: bool = False
     grace_hours: float = Field(default=24.0, ge=0)
-    max_actions_per_run: int = Field(default=10, ge=0, le=1000)
+    max_actions_per_run: int = Field(
+        default=10, ge=0, le=1000,
+        description="most mark / stop / terminate actions a run may plan (over it the run aborts before acting); "
+                    "runs of the policy that overlap in time share it (finops.policies.engine: The cap)")
     off_hours: OffHours | None = None
     owner_tag: OwnerTag = OwnerTag()
     act_without_owner: bool = Field(default=False, description="stop even when nobody could be notified")

@@ -1,5 +1,6 @@
-"""Violations report: non-compliant resources (latest tag snapshot) per team with the month's
-cost joined from `focus_costs` on resource id, plus the idle-policy decisions of the last days.
+"""Violations report: actions whose outcome nobody recorded (first: the call may have happened),
+non-compliant resources (latest tag snapshot) per team with the month's cost joined from
+`focus_costs` on resource id, plus the idle-policy decisions of the last days.
 
 Saved under FINOPS_HOME/reports (text + CSV) and returned as text for the task log. Team
 names are tag values (hostile input): bound in SQL, neutralised in CSV cells."""
@@ -13,6 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from finops.paths import subdir
+from finops.policies.audit import PENDING, UNKNOWN
 from finops.warehouse.base import Warehouse
 
 
@@ -22,6 +24,8 @@ class ViolationsReport:
     path: Path
     csv_path: Path
     teams: list[tuple[str, int, Decimal, str | None]]  # team, resources, cost, currency
+    # created_at, policy, provider, resource_id, action, dry_run, run_id, status, result
+    unresolved: list[tuple]
 
 
 def _filters(provider: str | None, account: str | None, policy: str | None, alias: str = "") -> tuple[str, list]:
@@ -68,6 +72,19 @@ def idle_summary(wh: Warehouse, since: datetime, provider: str | None = None, ac
     )
 
 
+def unresolved_actions(wh: Warehouse, since: datetime, provider: str | None = None, account: str | None = None,
+                       policy: str | None = None) -> list[tuple]:
+    """Actions with no recorded outcome: still `pending`, whatever their age (their run died
+    between the call and its outcome, or is acting right now), and those a later run found so
+    (`unknown`, its re-read of the resource in the result) since `since`."""
+    where, params = _filters(provider, account, policy)
+    return wh.query(
+        "SELECT created_at, policy, provider, resource_id, action, dry_run, run_id, status, result FROM policy_actions "
+        f"WHERE (status = ? OR (status = ? AND created_at >= ?)) {where} ORDER BY created_at, action_id",
+        [PENDING, UNKNOWN, since.astimezone(UTC).replace(tzinfo=None), *params],
+    )
+
+
 def _cell(v: object) -> str:
     s = str(v)
     return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s
@@ -81,8 +98,16 @@ def violations_report(
     period = period or now.strftime("%Y-%m")
     teams = team_costs(wh, period, provider, account, policy)
     idle = idle_summary(wh, now - timedelta(days=days), provider, account, policy)
+    unresolved = unresolved_actions(wh, now - timedelta(days=days), provider, account, policy)
     scope = ", ".join(f"{k}={v}" for k, v in (("provider", provider), ("account", account), ("policy", policy)) if v)
     lines = [f"FinOps violations report - billing period {period} - {scope or 'all'} - {now:%Y-%m-%d %H:%M} UTC", ""]
+    lines.append(f"Actions with no recorded outcome (OUTCOME UNKNOWN: the call may have happened; check the resource), "
+                 f"pending ones of any age, the rest of the last {days} days:")
+    lines += [
+        f"  {at:%Y-%m-%d %H:%M} {pol} {prov} {rid} {act} ({'dry run' if dry else 'live'}, run {run}) [{st}]: {res}"
+        for at, pol, prov, rid, act, dry, run, st, res in unresolved
+    ] or ["  (none)"]
+    lines.append("")
     lines.append("Non-compliant resources (latest tag snapshot) and their month cost (EffectiveCost):")
     if teams:
         lines.append(f"  {'team':<30} {'resources':>9} {'cost':>16} currency")
@@ -102,4 +127,4 @@ def violations_report(
         w.writerow(["team", "resources", "effective_cost", "currency", "billing_period"])
         for team, n, cost, cur in teams:
             w.writerow([_cell(team), n, f"{cost:.2f}", cur or "", period])
-    return ViolationsReport(text, path, csv_path, teams)
+    return ViolationsReport(text, path, csv_path, teams, unresolved)

@@ -53,7 +53,9 @@ def run_policies(
     *, kind: str | None, dry_run: bool, run_id: str, policy: str | None = None, provider: str | None = None,
     account: str | None = None, directory: Path | None = None, now: datetime | None = None,
 ) -> dict[str, Any]:
-    """Run the selected policies; every policy runs even when another aborts, then the task fails."""
+    """Run the selected policies; every policy runs even when another aborts, then the task fails.
+    AuditUnavailable (the audit log unwritable before any action) is not caught: nothing was
+    attempted, so the task's retries may run it again."""
     from finops.policies.clouds import build_clouds
     from finops.warehouse import connect
 
@@ -73,6 +75,9 @@ def run_policies(
                 for o in res.outcomes:
                     counts[o.action] = counts.get(o.action, 0) + 1
                 summary["policies"][pol.name] = {"resources": len(res.outcomes), "actions": counts}
+                if res.reconciled:  # rows an earlier, dead run left unfinished (also in the audit report)
+                    summary["policies"][pol.name]["reconciled"] = [
+                        f"{r.resource_id} {r.action} ({r.run_id}): {r.status}" for r in res.reconciled]
             except (CapExceeded, PolicyRunError) as e:
                 summary["policies"][pol.name] = {"error": str(e)}
                 failures.append(str(e))
