@@ -112,7 +112,7 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                 if chosen not in ("all", provider):
                     return []
                 try:
-                    return plan_jobs(
+                    jobs = plan_jobs(
                         get_prices_settings(),
                         provider=provider,
                         strict=chosen != "all",  # with "all", names of other clouds are skipped
@@ -122,6 +122,12 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                     )
                 except ValueError as e:  # a typo in the Params or a bad prices: section: no retry fixes it
                     raise AirflowFailException(str(e)) from None
+                if chosen == provider and not jobs:  # asked for by name: "nothing to do" is an error
+                    raise AirflowFailException(
+                        f"nothing to fetch for {provider}: prices.{provider}.enabled is false in finops.yaml, "
+                        "or it has no regions / instance families configured"
+                    )
+                return jobs
 
             return plan
 
@@ -145,7 +151,11 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
 
         @task(task_id="summary", outlets=[PRICES_ASSET], trigger_rule="none_failed")
         def summary(*results: list[dict] | None) -> dict:
+            from airflow.sdk.exceptions import AirflowSkipException
+
             flat = [r for group in results if group for r in group]
+            if not flat:  # a skipped task emits no asset event: nothing was fetched, nothing is announced
+                raise AirflowSkipException("no price fetch ran: finops://prices not announced")
             out = {
                 "jobs": len(flat),
                 "spot_prices": sum(int(r.get("spot_prices") or 0) for r in flat),
