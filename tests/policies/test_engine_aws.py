@@ -68,7 +68,7 @@ def test_dry_run_changes_nothing_and_audits_everything(aws_conn, pol_fleet, pol_
     assert audit[ids["busy_in_grace"]][:2] == ("busy", "unmark")
     assert all(r[3] is True for r in audit.values())
     ev = json.loads(audit[ids["idle"]][4])
-    assert {s["label"] for s in ev["series"]} == {"index=0", "index=1"} and ev["series"][0]["max"] == 1.5
+    assert {s["label"] for s in ev["series"]} == {"index=0"} and ev["series"][0]["max"] == 1.5
 
 
 def test_live_run_marks_stops_unmarks_and_never_touches_exempt(aws_conn, pol_fleet, pol_instances, pol_policy, duckdb_wh, pol_alerts):

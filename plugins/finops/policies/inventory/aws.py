@@ -8,12 +8,16 @@ series carrying the instance dimension (one per GPU index) is read.
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
+
+log = logging.getLogger(__name__)
 
 _STATE = {"running": "running", "stopped": "stopped", "stopping": "stopping", "pending": "pending"}
 
@@ -50,6 +54,7 @@ class AwsInventory:
         self.ec2 = _client(conn_id, region, "ec2")
         self.cw = _client(conn_id, region, "cloudwatch")
         self.account = account or _client(conn_id, region, "sts").get_caller_identity()["Account"]
+        self._gpus: dict[str, int | None] = {}  # instance type -> GPUs (None: EC2 would not say)
 
     @property
     def scope(self) -> tuple[str, str | None]:
@@ -64,7 +69,33 @@ class AwsInventory:
         for page in self.ec2.get_paginator("describe_instances").paginate(**kw):
             for res in page.get("Reservations", []):
                 out += [to_resource(i, self.account, self.region) for i in res.get("Instances", [])]
-        return out
+        gpus = self._gpu_counts({r.instance_type for r in out if r.instance_type})
+        return [replace(r, gpu_count=gpus.get(r.instance_type)) for r in out]
+
+    def _gpu_counts(self, types: set[str]) -> dict[str, int | None]:
+        """GPUs per instance type from EC2's DescribeInstanceTypes (GpuInfo), cached: with the
+        count known, an instance is idle only when every one of its GPUs reports (decide.py).
+        A type EC2 will not describe (ec2:DescribeInstanceTypes denied, an unknown type) keeps
+        None and is logged: its GPUs are then judged by whatever series exist."""
+        todo = sorted(types - self._gpus.keys())
+        for i in range(0, len(todo), 100):  # the API takes up to 100 types per call
+            chunk = todo[i : i + 100]
+            try:
+                self._describe_types(chunk)
+            except self.ec2.exceptions.ClientError:
+                for t in chunk:  # one unknown type fails the whole call: ask one by one
+                    try:
+                        self._describe_types([t])
+                    except self.ec2.exceptions.ClientError as e:
+                        log.warning("GPU count of %s unknown (%s): every reporting GPU counts", t, e)
+                        self._gpus[t] = None
+        return self._gpus
+
+    def _describe_types(self, types: list[str]) -> None:
+        for page in self.ec2.get_paginator("describe_instance_types").paginate(InstanceTypes=types):
+            for t in page.get("InstanceTypes", []):
+                n = sum(int(g.get("Count", 0)) for g in (t.get("GpuInfo") or {}).get("Gpus", []) or [])
+                self._gpus[t["InstanceType"]] = n or None
 
     def refresh(self, resource: Resource) -> Resource | None:
         try:

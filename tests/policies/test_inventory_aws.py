@@ -1,0 +1,46 @@
+"""AWS inventory against a moto server: the GPU count of each instance comes from EC2's own
+DescribeInstanceTypes, so an idle decision needs every GPU of the instance to report."""
+
+from __future__ import annotations
+
+from finops.policies.actions.aws import AwsActions
+from finops.policies.engine import Cloud, run_policy
+from finops.policies.inventory.aws import AwsInventory
+from tests.fixtures.policies import pol_put_gpu
+
+OWNER = {"owner": "alice@example.com", "team": "ml"}
+
+
+def _cloud(conn: str) -> Cloud:
+    inv = AwsInventory(conn, "us-east-1")
+    return Cloud(inv, AwsActions(conn, "us-east-1", ec2=inv.ec2))
+
+
+def test_gpu_count_comes_from_the_instance_type(aws_conn, pol_boto, pol_launch):
+    ids = {t: pol_launch(t, OWNER, itype=t) for t in ("p4d.24xlarge", "g5.xlarge", "m5.large")}
+    got = {r.resource_id: r.gpu_count for r in AwsInventory(aws_conn, "us-east-1").list_resources()}
+    assert got == {ids["p4d.24xlarge"]: 8, ids["g5.xlarge"]: 1, ids["m5.large"]: None}
+
+
+def test_an_instance_with_silent_gpus_is_never_idle(aws_conn, pol_boto, pol_launch, pol_policy, duckdb_wh,
+                                                     pol_alerts):
+    """A p4d (8 GPUs) whose metrics show 2 idle GPUs and nothing for the other 6 (an agent
+    that lost them, or a DCGM exporter scraping a subset) was judged idle and stopped."""
+    partial = pol_launch("two-of-eight", OWNER, itype="p4d.24xlarge")
+    whole = pol_launch("eight-of-eight", OWNER, itype="p4d.24xlarge")
+    pol_put_gpu(pol_boto["cw"], partial, 0.5, 8.5, gpus=2)
+    pol_put_gpu(pol_boto["cw"], whole, 0.5, 8.5, gpus=8)
+    run_policy(pol_policy(), _cloud(aws_conn), duckdb_wh, run_id="r-gpus")
+    rows = dict(duckdb_wh.query(
+        "SELECT resource_id, decision || ': ' || reason FROM policy_actions WHERE run_id = ?", ["r-gpus"]))
+    assert rows[partial] == "partial_metrics: 2 of 8 GPUs report metrics"
+    assert rows[whole].startswith("idle:")
+
+
+def test_the_shipped_iam_policy_allows_the_inventory_reads():
+    import json
+    from pathlib import Path
+
+    doc = json.loads((Path(__file__).resolve().parents[2] / "include" / "iam" / "finops-stop-instances-policy.json").read_text())
+    allowed = {a for s in doc["Statement"] if s["Effect"] == "Allow" for a in s["Action"]}
+    assert {"ec2:DescribeInstances", "ec2:DescribeInstanceTypes", "cloudwatch:GetMetricData"} <= allowed
