@@ -10,6 +10,7 @@ from typing import Any
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
 from finops.policies.rest import RestClient, RestError, TokenProvider
+from finops.prices.gpu_models import known_instance
 
 ARM = "https://management.azure.com"
 COMPUTE_API = "2024-07-01"
@@ -27,6 +28,10 @@ def to_resource(vm: dict[str, Any], subscription: str) -> Resource:
     statuses = (props.get("instanceView") or {}).get("statuses", []) or []
     power = next((s.get("code") for s in statuses if str(s.get("code", "")).startswith("PowerState/")), None)
     created = props.get("timeCreated")
+    size = (props.get("hardwareProfile") or {}).get("vmSize", "")
+    # ARM's VM listing does not say how many GPUs a size has: the static size table does (an
+    # unknown size keeps None, and then every reporting GPU counts)
+    spec = known_instance("azure", size) if isinstance(size, str) else None
     return Resource(
         provider="azure",
         account=subscription,
@@ -36,7 +41,8 @@ def to_resource(vm: dict[str, Any], subscription: str) -> Resource:
         state=_POWER.get(power or "", "other"),
         launched_at=_ts(created) if created else None,
         tags=dict(vm.get("tags", {}) or {}),
-        instance_type=(props.get("hardwareProfile") or {}).get("vmSize", ""),
+        instance_type=size,
+        gpu_count=spec.gpu_count if spec else None,
     )
 
 

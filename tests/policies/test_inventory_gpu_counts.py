@@ -1,5 +1,5 @@
-"""AWS inventory against a moto server: the GPU count of each instance comes from EC2's own
-DescribeInstanceTypes, so an idle decision needs every GPU of the instance to report."""
+"""GPU counts in the inventories (AWS from EC2 DescribeInstanceTypes against a moto server, Azure
+from the VM size table), so an idle decision needs every GPU of the instance to report."""
 
 from __future__ import annotations
 
@@ -44,3 +44,15 @@ def test_the_shipped_iam_policy_allows_the_inventory_reads():
     doc = json.loads((Path(__file__).resolve().parents[2] / "include" / "iam" / "finops-stop-instances-policy.json").read_text())
     allowed = {a for s in doc["Statement"] if s["Effect"] == "Allow" for a in s["Action"]}
     assert {"ec2:DescribeInstances", "ec2:DescribeInstanceTypes", "cloudwatch:GetMetricData"} <= allowed
+
+
+def test_azure_vm_sizes_carry_their_gpu_count():
+    from finops.policies.inventory.azure import to_resource
+
+    def vm(size: str) -> dict:
+        return {"id": f"/subscriptions/s/resourceGroups/g/providers/Microsoft.Compute/virtualMachines/{size}",
+                "name": size, "location": "eastus", "properties": {"hardwareProfile": {"vmSize": size}}}
+
+    assert to_resource(vm("Standard_ND96isr_H100_v5"), "s").gpu_count == 8
+    assert to_resource(vm("Standard_NC24ads_A100_v4"), "s").gpu_count == 1
+    assert to_resource(vm("Standard_D2s_v5"), "s").gpu_count is None
