@@ -159,7 +159,7 @@ def azurite_binary() -> str:
         return str(local)
     found = shutil.which("azurite-blob")
     if not found:
-        raise RuntimeError("azurite-blob not found: run `make` (npm ci) or `npm ci` in the repo root")
+        raise RuntimeError("azurite-blob not found: run `make node-tools` (npm ci) in the repo root")
     return found
 
 

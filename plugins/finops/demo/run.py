@@ -21,6 +21,7 @@ import hashlib
 import json
 import logging
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -410,7 +411,7 @@ Where to look:
   warehouse (DuckDB):   {home / 'warehouse.duckdb'}   query it: .venv/bin/python -c "import duckdb; print(duckdb.connect('{home / 'warehouse.duckdb'}', read_only=True).sql('FROM focus_costs LIMIT 5'))"
   Airflow task logs:    {home / 'airflow' / 'logs'}   (run output: {log_file})
   quarantine:           {home / 'quarantine'}
-  FOCUS export:         .venv/bin/finops export focus --period {periods[-1]} --out {home / 'focus.parquet'}
+  FOCUS export:         FINOPS_HOME={shlex.quote(str(home))} .venv/bin/finops export focus --period {periods[-1]} --out {shlex.quote(str(home / 'focus.parquet'))}
 """)
     for problem in problems:
         print(f"demo FAILED: {problem}", flush=True)
