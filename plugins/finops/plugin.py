@@ -1,5 +1,6 @@
-"""The Airflow plugin: registered through the `airflow.plugins` entry point (pyproject) and
-also discovered from plugins/ when the repo itself is the Airflow home.
+"""The Airflow plugin: registered through the `airflow.plugins` entry point (pyproject) only.
+Never point `[core] plugins_folder` at the repo's plugins/: Airflow would exec every module
+there as a top-level file (docs/deploy.md).
 
 Kept cheap to import: the UI app is built lazily by finops.ui.app when it exists."""
 
