@@ -11,6 +11,8 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task
 
+from finops.alerts.task_failure import task_failed
+
 
 @dag(
     dag_id="finops_bench_reaper",
@@ -19,7 +21,7 @@ from airflow.sdk import Param, dag, get_current_context, task
     start_date=datetime(2026, 1, 5, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": 3, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True,
+    default_args={"on_failure_callback": task_failed, "retries": 3, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True,
                   "max_retry_delay": timedelta(minutes=10),
                   "execution_timeout": timedelta(minutes=30)},  # hourly: a hung run must not stall the next
     tags=["finops", "benchmarks", "safety"],

@@ -13,9 +13,11 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task, task_group
 
+from finops.alerts.task_failure import task_failed
 from finops.bench.operators import WaitForBenchResultsOperator
 
 DEFAULT_ARGS = {
+    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
     "retries": 2,
     "retry_delay": timedelta(seconds=30),
     "retry_exponential_backoff": True,

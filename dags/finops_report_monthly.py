@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import Param, dag, get_current_context, task
 
+from finops.alerts.task_failure import task_failed
+
 
 @dag(
     dag_id="finops_report_monthly",
@@ -15,7 +17,7 @@ from airflow.sdk import Param, dag, get_current_context, task
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
-    default_args={"owner": "finops", "retries": 2, "retry_delay": timedelta(minutes=5),
+    default_args={"owner": "finops", "on_failure_callback": task_failed, "retries": 2, "retry_delay": timedelta(minutes=5),
                   "retry_exponential_backoff": True, "max_retry_delay": timedelta(hours=1)},
     params={
         "billing_period": Param("", type="string", pattern=r"^$|^\d{4}-(0[1-9]|1[0-2])$", title="Billing period",

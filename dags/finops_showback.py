@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 
+from finops.alerts.task_failure import task_failed
+
 FOCUS_COSTS = Asset("finops://focus_costs")
 SHOWBACK = Asset("finops://showback")
 
@@ -19,7 +21,7 @@ SHOWBACK = Asset("finops://showback")
     start_date=datetime(2026, 1, 1, tzinfo=UTC),
     catchup=False,
     max_active_runs=1,
-    default_args={"owner": "finops", "retries": 3, "retry_delay": timedelta(minutes=1),
+    default_args={"owner": "finops", "on_failure_callback": task_failed, "retries": 3, "retry_delay": timedelta(minutes=1),
                   "retry_exponential_backoff": True, "max_retry_delay": timedelta(minutes=20)},
     params={
         "billing_period": Param(

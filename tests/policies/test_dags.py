@@ -100,3 +100,12 @@ def test_audit_of_an_unknown_policy_fails_without_retries(airflow_db, aws_conn, 
     dr = _load("finops_audit").test(run_conf={"policy": "idle-gpus", "dry_run": True})
     assert str(dr.state) == "failed"
     assert _tries(dr)["evaluate_policies"] == ("failed", 1)
+
+
+def test_a_failed_task_reaches_the_alert_sinks(airflow_db, aws_conn, pol_config, pol_boto, pol_alerts):
+    """on_failure_callback (finops.alerts.task_failure): before, a failed run alerted nobody."""
+    dr = _load("finops_audit").test(run_conf={"policy": "idle-gpus", "dry_run": True})
+    assert str(dr.state) == "failed"
+    got = [e for e in pol_alerts if e.kind == "task_failed"]
+    assert [(e.title, e.severity) for e in got] == [("Airflow task failed: finops_audit.evaluate_policies", "critical")]
+    assert got[0].facts["run_id"] == dr.run_id and "idle-gpus" in got[0].summary

@@ -19,11 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 
+from finops.alerts.task_failure import task_failed
+
 if TYPE_CHECKING:
     from finops.anomaly.settings import Source
 
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": "finops",
+    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
     "retries": 2,
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": True,

@@ -16,10 +16,13 @@ from datetime import UTC, datetime, timedelta
 
 from airflow.sdk import Asset, Param, TriggerRule, dag, get_current_context, task
 
+from finops.alerts.task_failure import task_failed
+
 FOCUS_COSTS = Asset("finops://focus_costs")
 
 DEFAULT_ARGS = {
     "owner": "finops",
+    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
     "retries": 3,
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": True,

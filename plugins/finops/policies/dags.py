@@ -14,8 +14,11 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task
 
+from finops.alerts.task_failure import task_failed
+
 DEFAULT_ARGS: dict[str, Any] = {
     "owner": "finops",
+    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
     "retries": 2,
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": True,

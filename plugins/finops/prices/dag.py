@@ -18,11 +18,14 @@ from typing import Any
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 
+from finops.alerts.task_failure import task_failed
+
 PRICES_ASSET = Asset("finops://prices")
 PROVIDER_CHOICES = ["all", "aws", "azure", "gcp", "lambda"]
 
 DEFAULT_ARGS = {
     "owner": "finops",
+    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
     "retries": 3,
     "retry_delay": timedelta(minutes=1),
     "retry_exponential_backoff": True,
