@@ -72,6 +72,21 @@ def airflow_db() -> Path:
     return db
 
 
+@pytest.fixture(autouse=True)
+def _fresh_alert_routes():
+    """Alert sinks and the configured routes are process-wide (in production one task is one
+    process). Between tests they leaked: an emit in one test (a task_failed callback, a
+    quarantine) registered that test's routes, and a later test in the same worker posted to
+    the earlier test's Slack fake, long gone ("1 alert deliveries failed")."""
+    from finops.alerts import events, routing
+
+    events.clear_sinks()
+    routing._REGISTERED.clear()
+    yield
+    events.clear_sinks()
+    routing._REGISTERED.clear()
+
+
 @pytest.fixture
 def finops_home(tmp_path, monkeypatch) -> Path:
     """A fresh, empty FINOPS_HOME for one test (warehouse, quarantine, raw cache)."""

@@ -175,7 +175,9 @@ def test_failed_showback_starts_no_team_monitor(scheduled_chain, spiked_load, tm
     dr = _start("finops_showback", retries=0)
     assert dr.state == "failed" and _events(dr) == []
     assert _start("finops_anomalies").state == "success"
-    assert set(_anomalies()) == {"service"} and len(spiked_load.payloads()) == 1
+    posts = [p["text"] for p in spiked_load.payloads()]
+    failed = [t for t in posts if t.startswith("[critical] Airflow task failed: finops_showback.allocate")]
+    assert set(_anomalies()) == {"service"} and len(failed) == 2 and len(posts) == 3  # one per mapped allocate
     assert _due() == set()
 
 
