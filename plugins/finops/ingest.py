@@ -275,10 +275,12 @@ def check_staging(batch: RawBatch, result: StagingResult) -> tuple[Any, list[str
 def _by_currency(stats: Mapping[str, Any], raw_by_currency: Mapping[str | None, Decimal]) -> dict[str, dict[str, str]]:
     """load_log.billed_by_currency: {currency: {"billed": FOCUS total, "raw": export total}} as
     exact decimal text; the scalar totals beside it add currencies up when a delivery mixes them."""
+    from finops.quality.reconciliation import currencies_of
+
     focus = stats.get("billed_by_currency") or {}
     return {
         str(c): {"billed": str(focus.get(c, Decimal(0))), "raw": str(raw_by_currency.get(c, Decimal(0)))}
-        for c in sorted(set(focus) | set(raw_by_currency), key=lambda c: (c is None, c or ""))
+        for c in currencies_of(focus, raw_by_currency)
     }
 
 

@@ -30,6 +30,11 @@ def reconcile(focus_billed_total: Decimal, raw_billed_total: Decimal) -> str | N
     )
 
 
+def currencies_of(*totals: Mapping[str | None, Decimal]) -> list[str | None]:
+    """Every currency in the per-currency totals, in a stable order (rows with none last)."""
+    return sorted(set().union(*totals), key=lambda c: (c is None, c or ""))
+
+
 def reconcile_by_currency(
     focus_by_currency: Mapping[str | None, Decimal], raw_by_currency: Mapping[str | None, Decimal]
 ) -> list[str]:
@@ -38,7 +43,7 @@ def reconcile_by_currency(
     Only when the batch holds more than one currency: with one, the overall reconciliation is
     the same check. With several, the overall one adds EUR to USD and can balance a move of
     money from one currency to another; this cannot."""
-    currencies = sorted(set(focus_by_currency) | set(raw_by_currency), key=lambda c: (c is None, c or ""))
+    currencies = currencies_of(focus_by_currency, raw_by_currency)
     if len(currencies) <= 1:
         return []
     out = []
