@@ -73,7 +73,9 @@ def _due() -> set[str]:
 
 def _start(dag_id: str, **task_args):
     """Start a due DAG as the scheduler does (its queued events are consumed), through dag.test();
-    `task_args` override task attributes (retries=0: dag.test() would sit out the retry delays)."""
+    `task_args` override task attributes. Retries are off: dag.test() would sit out the retry
+    delays (2 min and up) of a failing task until pytest's timeout instead of failing."""
+    task_args.setdefault("retries", 0)
     from airflow.models.asset import AssetDagRunQueue
     from airflow.utils.session import create_session
     from sqlalchemy import delete
@@ -172,7 +174,7 @@ def test_failed_showback_starts_no_team_monitor(scheduled_chain, spiked_load, tm
     cfg.write_text(cfg.read_text() + "allocation:\n  rules_file: include/config/missing-rules.yaml\n")
     _announce_billing_load()
     assert _due() == {"finops_showback", "finops_anomalies"}
-    dr = _start("finops_showback", retries=0)
+    dr = _start("finops_showback")
     assert dr.state == "failed" and _events(dr) == []
     assert _start("finops_anomalies").state == "success"
     posts = [p["text"] for p in spiked_load.payloads()]

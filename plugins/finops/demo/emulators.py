@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import shutil
 import socket
@@ -69,6 +70,30 @@ def airflow_connection(conn_id: str | None, conn: dict[str, Any]) -> Iterator[No
             os.environ[var] = old
 
 
+@contextlib.contextmanager
+def process_logging_kept() -> Iterator[None]:
+    """Put the process's structlog configuration and root logger back as they were.
+
+    bqemulator's start calls structlog.configure() with structlog's own filtering logger and
+    logging.basicConfig(force=True), for the whole process. Airflow then finds structlog
+    configured and keeps that: every hook's `.log` lacks the stdlib `.level` that slack_sdk's
+    WebhookClient reads, so each Slack alert sent later in the process failed."""
+    import structlog
+
+    was_configured, saved = structlog.is_configured(), structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        if was_configured:
+            structlog.configure(**saved)
+        else:
+            structlog.reset_defaults()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
 # ------------------------------------------------------------------ GCP: bqemulator
 class ThreadedBigQuery:
     """bqemulator on its own thread + event loop. (bqemulator.testing has one, but importing
@@ -96,8 +121,10 @@ class ThreadedBigQuery:
         self._loop.run_forever()
 
     def start(self) -> None:
-        self._thread.start()
-        if not self._ready.wait(60) or self._error is not None:
+        with process_logging_kept():
+            self._thread.start()
+            ready = self._ready.wait(60)
+        if not ready or self._error is not None:
             raise RuntimeError(f"bqemulator did not start: {self._error!r}")
 
     def stop(self) -> None:
@@ -118,9 +145,9 @@ def gcp_connection(endpoint: str, project: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def bigquery_emulator(conn_id: str | None = None, project: str = "billing-proj",
                       log_level: str = "warning") -> Iterator[str]:
-    """A running in-process BigQuery emulator (ephemeral); yields its REST URL. Its start
-    reconfigures structlog and the root logger (`basicConfig(force=True)`) at `log_level`:
-    one JSON line per request at "info"."""
+    """A running in-process BigQuery emulator (ephemeral); yields its REST URL. `log_level`
+    is its own ("info": one line per request); the process's logging is restored after its
+    start reconfigured it (see process_logging_kept)."""
     from bqemulator.config import LogLevel, PersistenceMode, Settings
     from bqemulator.storage import engine as bq_engine
 

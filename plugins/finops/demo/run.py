@@ -356,7 +356,12 @@ def quiet_logging() -> None:
 
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    # Airflow's own filtering logger at WARNING, not structlog.make_filtering_bound_logger():
+    # hooks' `.log` is a structlog logger, and Airflow's class keeps the stdlib attributes
+    # (`.level`, `.handlers`) that client libraries read (slack_sdk reads `logger.level`).
+    from airflow.sdk._shared.logging.structlog import LEVEL_TO_FILTERING_LOGGER
+
+    structlog.configure(wrapper_class=LEVEL_TO_FILTERING_LOGGER[logging.WARNING])
     warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
