@@ -48,6 +48,10 @@ def clear_sinks() -> None:
     _SINKS.clear()
 
 
+def is_registered(sink: Sink) -> bool:
+    return sink in _SINKS
+
+
 def _ensure_configured_routes() -> None:
     """First emit in a process registers the Slack / email routes from finops.yaml, so every
     producer (validation failures, policy notices, anomalies) shares one delivery path. A

@@ -90,7 +90,13 @@ def register_configured_sinks(alerts: AlertsConfig | None = None, ledger: AlertL
 
 
 def ensure_configured_sinks() -> None:
-    """For producers outside the anomaly DAG (validation failures, policy notices): register
-    the configured routes once per process, without a delivery ledger."""
-    if "routes" not in _REGISTERED:
+    """For producers outside the anomaly DAG (validation failures, policy notices, the
+    task-failure callback): register the configured routes once per process, without a delivery
+    ledger. Registered means still among the sinks: the anomaly task clears the sinks when it
+    ends (its ledger's warehouse is closed), and a task_failed alert emitted after it must
+    still reach the routes, not the log alone."""
+    from finops.alerts.events import is_registered
+
+    sink = _REGISTERED.get("routes")
+    if sink is None or not is_registered(sink):
         register_configured_sinks()
