@@ -125,6 +125,8 @@ def test_empty_postgres_schema_is_reported_not_migrated(pg_conn_id, tmp_path, mo
     """A read must not create the warehouse's tables in a schema it was pointed at by mistake."""
     import psycopg
 
+    with psycopg.connect(pg_conn_id.dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{pg_conn_id.schema}"')  # empty; dropped by the fixture
     cfg = tmp_path / "finops.yaml"
     cfg.write_text(f"warehouse:\n  conn_id: {pg_conn_id.conn_id}\n  schema: {pg_conn_id.schema}\n")
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
@@ -179,3 +181,20 @@ def test_console_script_error_has_no_traceback(finops_home, tmp_path):
                         str(tmp_path / "x.parquet")], capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and "finops: error: no warehouse at" in p.stderr
+
+
+def test_missing_postgres_schema_is_named_and_not_created(pg_conn_id, tmp_path, monkeypatch, capsys):
+    """A mistyped warehouse.schema: opening the warehouse created it (CREATE SCHEMA), so the
+    read-only export left an empty schema in the database while reporting 'no focus_costs'."""
+    import psycopg
+
+    cfg = tmp_path / "finops.yaml"
+    cfg.write_text(f"warehouse:\n  conn_id: {pg_conn_id.conn_id}\n  schema: {pg_conn_id.schema}\n")
+    monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
+    rc, stdout, err = _run(capsys, "export", "focus", "--period", "2024-05", "--out", str(tmp_path / "x.parquet"))
+    with psycopg.connect(pg_conn_id.dsn) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
+                            [pg_conn_id.schema]).fetchone() == (0,), "the export created the schema"
+    assert rc == 2 and stdout == ""
+    assert f"schema {pg_conn_id.schema!r} does not exist" in err
+    assert not (tmp_path / "x.parquet").exists()

@@ -37,6 +37,19 @@ def _warehouse_name(conn_id: str | None, schema: str) -> str:
     return f"PostgreSQL warehouse (connection {conn_id!r}, schema {schema!r})" if conn_id else str(_duckdb_path())
 
 
+def _pg_schema_exists(conn_id: str, schema: str) -> bool:
+    """Asked on a connection of its own: opening a PostgresWarehouse creates a missing schema
+    (right for a loader), so a mistyped warehouse.schema used to leave an empty schema behind."""
+    from contextlib import closing
+
+    from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+    with closing(PostgresHook(postgres_conn_id=conn_id).get_conn()) as conn:
+        cur = conn.cursor()
+        cur.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [schema])
+        return cur.fetchone() is not None
+
+
 def _open_for_export() -> tuple[Warehouse, str]:
     """The configured warehouse, opened only if it exists: `export` used to create (and
     migrate) an empty DuckDB file wherever FINOPS_HOME pointed, then write an empty file."""
@@ -49,6 +62,9 @@ def _open_for_export() -> tuple[Warehouse, str]:
     if not conn_id and not _duckdb_path().exists():
         raise CliError(f"no warehouse at {name}: set FINOPS_HOME to the folder holding warehouse.duckdb "
                        f"(or warehouse.conn_id in {config_path()}); `finops demo` or a billing DAG creates one")
+    if conn_id and not _pg_schema_exists(conn_id, schema):
+        raise CliError(f"no warehouse at {name}: schema {schema!r} does not exist "
+                       f"(check warehouse.schema in {config_path()})")
     wh = connect(cfg, migrate=False)  # a read: never create tables in someone's schema
     if not wh.table_exists("focus_costs"):
         wh.close()
