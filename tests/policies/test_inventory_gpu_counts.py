@@ -56,3 +56,30 @@ def test_azure_vm_sizes_carry_their_gpu_count():
     assert to_resource(vm("Standard_ND96isr_H100_v5"), "s").gpu_count == 8
     assert to_resource(vm("Standard_NC24ads_A100_v4"), "s").gpu_count == 1
     assert to_resource(vm("Standard_D2s_v5"), "s").gpu_count is None
+
+
+def test_azure_vm_size_is_matched_whatever_its_case(pol_azure, pol_policy, duckdb_wh, pol_alerts):
+    """ARM keeps a VM's size in the case it was created with (`az vm create --size
+    standard_nd96isr_h100_v5` lists as written): the size table is keyed Standard_ND96isr_H100_v5,
+    so such a VM had no GPU count, and an 8-GPU VM whose metrics answer covered one GPU was judged
+    idle and deallocated."""
+    from datetime import UTC, datetime, timedelta
+
+    from finops.policies.actions.azure import AzureActions
+    from finops.policies.decide import format_mark
+    from finops.policies.inventory.azure import AzureInventory
+    from tests.fixtures.policies import pol_points
+
+    old = format_mark(datetime.now(UTC) - timedelta(hours=30))
+    vid = pol_azure.add("nd-lower", {**OWNER, "finops-idle-marked": old}).lower()
+    pol_azure.vms[vid]["properties"]["hardwareProfile"]["vmSize"] = "standard_nd96isr_h100_v5"
+    pol_azure.gpu[vid] = pol_points(0.5, 8.5)  # one series: the other 7 GPUs say nothing
+    inv = AzureInventory(pol_azure.sub, lambda: "tok", pol_azure.url)
+    assert [r.gpu_count for r in inv.list_resources()] == [8]
+    run_policy(pol_policy(scope={"providers": ["azure"]}), Cloud(inv, AzureActions(inv)), duckdb_wh, dry_run=False,
+               run_id="az-case")
+    [(decision, action, reason)] = duckdb_wh.query(
+        "SELECT decision, action, reason FROM policy_actions WHERE run_id = ?", ["az-case"])
+    assert (decision, action, reason) == ("partial_metrics", "none", "1 of 8 GPUs report metrics")
+    assert pol_azure.vms[vid]["properties"]["instanceView"]["statuses"][1]["code"] == "PowerState/running"
+    assert not [c for c in pol_azure.calls if c[1].endswith("/deallocate")]
