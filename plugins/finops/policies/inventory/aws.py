@@ -16,6 +16,7 @@ from typing import Any
 
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
+from finops.prices.gpu_models import known_instance
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +76,9 @@ class AwsInventory:
     def _gpu_counts(self, types: set[str]) -> dict[str, int | None]:
         """GPUs per instance type from EC2's DescribeInstanceTypes (GpuInfo), cached: with the
         count known, an instance is idle only when every one of its GPUs reports (decide.py).
-        A type EC2 will not describe (ec2:DescribeInstanceTypes denied, an unknown type) keeps
-        None and is logged: its GPUs are then judged by whatever series exist."""
+        A type EC2 will not describe (ec2:DescribeInstanceTypes denied, as under the IAM policy
+        shipped before it was needed; an unknown type) takes the instance-type table's count;
+        one in neither keeps None and is logged: its GPUs are then judged by whatever series exist."""
         todo = sorted(types - self._gpus.keys())
         for i in range(0, len(todo), 100):  # the API takes up to 100 types per call
             chunk = todo[i : i + 100]
@@ -87,8 +89,11 @@ class AwsInventory:
                     try:
                         self._describe_types([t])
                     except self.ec2.exceptions.ClientError as e:
-                        log.warning("GPU count of %s unknown (%s): every reporting GPU counts", t, e)
-                        self._gpus[t] = None
+                        spec = known_instance("aws", t)
+                        self._gpus[t] = spec.gpu_count if spec else None
+                        log.warning("EC2 did not describe %s (%s): GPU count %s", t, e,
+                                    f"{spec.gpu_count} from the instance-type table" if spec
+                                    else "unknown, every reporting GPU counts")
         return self._gpus
 
     def _describe_types(self, types: list[str]) -> None:
