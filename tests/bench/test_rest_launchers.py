@@ -279,3 +279,41 @@ def test_scheduled_dry_reaper_still_ends_what_a_live_run_launched(bench_lambda_a
     assert duckdb_wh.query("SELECT resource_id, result, dry_run FROM policy_actions WHERE action = 'reap' "
                            "AND run_id = 'scheduled' ORDER BY result") == [(other_id, "dry_run", True),
                                                                            (live_id, "ok", False)]
+
+
+def test_a_retried_lambda_launch_does_not_adopt_the_instance_its_cleanup_ended(bench_lambda_api, duckdb_wh):
+    """The launch POST created the instance and then failed (500): the cleanup terminated it and the
+    task retried. Lambda lists a terminated instance as `terminating` for a while, and the retry
+    took it for this run's launch: no new instance, a 'launch ok' audit row naming the one being
+    ended, and a benchmark left waiting 50 minutes for results that could never come."""
+    settings, ln = _lambda(bench_lambda_api, [])
+    prepared, _ = _spec(settings)
+
+    def presign(uri: str, seconds: int) -> str:
+        return f"https://results.example/put?expires={seconds}"
+
+    bench_lambda_api.fail_after_create = 1
+    with pytest.raises(LaunchError):
+        lifecycle.launch(prepared, settings, ln, dry_run=False, wh=duckdb_wh, presign=presign)
+    [ended] = bench_lambda_api.instances
+    bench_lambda_api.instances[ended]["status"] = "terminating"  # as Lambda lists it for a while
+    out = lifecycle.launch(prepared, settings, ln, dry_run=False, wh=duckdb_wh, presign=presign)  # the retry
+    [fresh] = out["instance_ids"]
+    assert fresh != ended and bench_lambda_api.instances[fresh]["status"] == "booting"
+    assert len(bench_lambda_api.launch_bodies) == 2
+    rows = duckdb_wh.query("SELECT action, result, reason FROM policy_actions WHERE action = 'launch' "
+                           "ORDER BY created_at")
+    assert [r[:2] for r in rows] == [("launch", "failed"), ("launch", "ok")] and ended not in rows[1][2]
+
+
+def test_a_retried_azure_launch_does_not_adopt_a_vm_being_deleted(azure_api):
+    """Same on Azure: the VM a failed attempt's cleanup deleted is listed `Deleting` for minutes;
+    the retry returned it as launched instead of creating the benchmark VM again."""
+    settings = _settings(AZ_TARGET)
+    ln = AzureLauncher(RestClient(azure_api["base"], "tok", sleep=lambda s: None), settings.targets[0])
+    _, spec = _spec(settings)
+    [name] = ln.launch(spec)
+    azure_api["vms"][name]["properties"]["provisioningState"] = "Deleting"  # the cleanup's DELETE, in progress
+    assert ln.launch(spec) == [name]
+    assert len(azure_api["puts"]) == 2  # created again, not adopted
+    assert azure_api["vms"][name]["properties"]["provisioningState"] == "Creating"

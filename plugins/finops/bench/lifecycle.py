@@ -19,6 +19,7 @@ from typing import Any
 from finops.alerts.events import AlertEvent, emit
 from finops.bench import audit, bootstrap, store
 from finops.bench.launchers.base import (
+    ENDING,
     Instance,
     Launcher,
     LaunchError,
@@ -34,9 +35,6 @@ log = logging.getLogger(__name__)
 DAG_ID = "finops_gpu_benchmark"
 
 Presign = Callable[[str, int], str]  # (results uri, expires_in_s) -> https URL the instance PUTs to
-# The clouds' words for "termination already asked for, still listed": AWS shutting-down, Azure
-# Deleting and Lambda terminating (launchers map Azure's to `terminating`). Not asked again.
-ENDING = ("shutting-down", "terminating")
 
 
 class CollectError(RuntimeError):
@@ -354,4 +352,4 @@ def _live_launches(wh: Warehouse | None) -> set[str]:
     return {r[0] for r in rows}
 
 
-__all__ = ["CollectError", "LaunchError", "Target", "collect", "launch", "plan", "prepare", "reap", "terminate"]
+__all__ = ["ENDING", "CollectError", "LaunchError", "Target", "collect", "launch", "plan", "prepare", "reap", "terminate"]

@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from finops.bench.launchers.base import (
+    ENDING,
     NAME_PREFIX,
     TAG_BENCH,
     TAG_EXPIRES,
@@ -88,7 +89,10 @@ class AzureLauncher:
 
     def launch(self, spec: LaunchSpec) -> list[str]:
         alive = self.find()
-        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id]
+        # a retried task: this run's VM is already there -- unless a failed attempt's cleanup is
+        # deleting it (`Deleting` for minutes): then PUT again (ARM refuses until it is gone, and
+        # the task retries)
+        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id and i.state not in ENDING]
         if mine:
             return mine
         if len(alive) >= self.max_running:

@@ -20,6 +20,10 @@ TAG_DAG = "finops:dag-id"
 TAG_DAG_RUN = "finops:run-id"
 TAG_EXPIRES = "finops:expires-at"
 NAME_PREFIX = "finops-bench-"
+# The clouds' words for "termination already asked for, still listed": AWS shutting-down, Azure
+# Deleting and Lambda terminating (launchers map Azure's to `terminating`). Never asked again,
+# and never taken for a live instance of its run (a retried launch creates a new one).
+ENDING = ("shutting-down", "terminating")
 
 log = logging.getLogger(__name__)
 

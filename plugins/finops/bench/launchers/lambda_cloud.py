@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.bench.launchers.base import (
+    ENDING,
     NAME_PREFIX,
     CapReached,
     Instance,
@@ -62,7 +63,9 @@ class LambdaLauncher:
 
     def launch(self, spec: LaunchSpec) -> list[str]:
         alive = self.find()
-        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id]
+        # a retried task: this run's instance is already there -- unless it is the one a failed
+        # attempt's cleanup is terminating (listed `terminating` for a while): then launch anew
+        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id and i.state not in ENDING]
         if mine:
             return mine
         if len(alive) >= self.max_running:
