@@ -109,3 +109,17 @@ def test_a_failed_task_reaches_the_alert_sinks(airflow_db, aws_conn, pol_config,
     got = [e for e in pol_alerts if e.kind == "task_failed"]
     assert [(e.title, e.severity) for e in got] == [("Airflow task failed: finops_audit.evaluate_policies", "critical")]
     assert got[0].facts["run_id"] == dr.run_id and "idle-gpus" in got[0].summary
+
+
+def test_audit_report_of_a_target_named_in_the_form(airflow_db, aws_conn, pol_config, pol_boto, pol_launch):
+    """The form's account takes a target name (its description says so, and the evaluation
+    honours it), but the report filtered the audit rows by `account = 'aws-test'`, while they
+    carry the account id: the run was green and every section of its report read '(none)'."""
+    iid = pol_launch("idle", {"owner": "b"})  # no team tag: non-compliant; idle: a mark is planned
+    pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5, gpus=1)
+    dr = _load("finops_audit").test(run_conf={"account": "aws-test", "dry_run": True})
+    assert str(dr.state) == "success"
+    [report] = (Path(pol_config).parent / "finops_home" / "reports").glob("violations-*.txt")
+    text = report.read_text()
+    assert "(no team)" in text  # the non-compliant instance, with its team and cost line
+    assert "idle-gpu: idle -> mark" in text

@@ -131,13 +131,16 @@ def build_audit_dag() -> Any:
             return _run(None, dict(get_current_context()["params"]))
 
         @task(task_id="violations_report")
-        def report(_: dict[str, Any]) -> str:
+        def report(evaluated: dict[str, Any]) -> str:
             from finops.policies.tasks import audit_report
 
             p = get_current_context()["params"]
             provider = p.get("provider") if p.get("provider") not in (None, "", "all") else None
+            # the form's account may name a target; the audit rows carry account ids: filter by
+            # the ids the evaluation covered
+            account = list(evaluated.get("accounts") or []) if p.get("account") else None
             return audit_report(period=p.get("billing_period") or None, provider=provider,
-                                account=p.get("account") or None, policy=p.get("policy") or None)
+                                account=account, policy=p.get("policy") or None)
 
         report(evaluate())
 

@@ -8,6 +8,7 @@ names are tag values (hostile input): bound in SQL, neutralised in CSV cells."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -28,16 +29,31 @@ class ViolationsReport:
     unresolved: list[tuple]
 
 
-def _filters(provider: str | None, account: str | None, policy: str | None, alias: str = "") -> tuple[str, list]:
+Accounts = str | Sequence[str] | None  # one account id, or those a filtered audit run evaluated
+
+
+def _filters(provider: str | None, account: Accounts, policy: str | None, alias: str = "") -> tuple[str, list]:
     sql, params = "", []
-    for col, val in (("provider", provider), ("account", account), ("policy", policy)):
+    for col, val in (("provider", provider), ("policy", policy)):
         if val:
             sql += f" AND {alias}{col} = ?"
             params.append(val)
+    if isinstance(account, str) and account:
+        sql += f" AND {alias}account = ?"
+        params.append(account)
+    elif account is not None and not isinstance(account, str):
+        ids = list(account)
+        sql += f" AND {alias}account IN ({', '.join('?' for _ in ids)})" if ids else " AND 1 = 0"
+        params += ids
     return sql, params
 
 
-def team_costs(wh: Warehouse, period: str, provider: str | None = None, account: str | None = None,
+def _scope_text(provider: str | None, account: Accounts, policy: str | None) -> str:
+    acct = account if isinstance(account, str) or account is None else ",".join(account) or "(none)"
+    return ", ".join(f"{k}={v}" for k, v in (("provider", provider), ("account", acct), ("policy", policy)) if v)
+
+
+def team_costs(wh: Warehouse, period: str, provider: str | None = None, account: Accounts = None,
                policy: str | None = None) -> list[tuple[str, int, Decimal, str | None]]:
     where, params = _filters(provider, account, policy)
     sql = f"""
@@ -62,7 +78,7 @@ def team_costs(wh: Warehouse, period: str, provider: str | None = None, account:
     return [(str(t), int(n), Decimal(str(c)), cur) for t, n, c, cur in rows]
 
 
-def idle_summary(wh: Warehouse, since: datetime, provider: str | None = None, account: str | None = None,
+def idle_summary(wh: Warehouse, since: datetime, provider: str | None = None, account: Accounts = None,
                  policy: str | None = None) -> list[tuple]:
     where, params = _filters(provider, account, policy)
     return wh.query(
@@ -72,7 +88,7 @@ def idle_summary(wh: Warehouse, since: datetime, provider: str | None = None, ac
     )
 
 
-def unresolved_actions(wh: Warehouse, since: datetime, provider: str | None = None, account: str | None = None,
+def unresolved_actions(wh: Warehouse, since: datetime, provider: str | None = None, account: Accounts = None,
                        policy: str | None = None) -> list[tuple]:
     """Actions with no recorded outcome: still `pending`, whatever their age (their run died
     between the call and its outcome, or is acting right now), and those a later run found so
@@ -91,15 +107,16 @@ def _cell(v: object) -> str:
 
 
 def violations_report(
-    wh: Warehouse, *, period: str | None = None, provider: str | None = None, account: str | None = None,
+    wh: Warehouse, *, period: str | None = None, provider: str | None = None, account: Accounts = None,
     policy: str | None = None, now: datetime | None = None, days: int = 7,
 ) -> ViolationsReport:
+    """`account`: an account id, or a list of them (the accounts a filtered audit run evaluated)."""
     now = now or datetime.now(UTC)
     period = period or now.strftime("%Y-%m")
     teams = team_costs(wh, period, provider, account, policy)
     idle = idle_summary(wh, now - timedelta(days=days), provider, account, policy)
     unresolved = unresolved_actions(wh, now - timedelta(days=days), provider, account, policy)
-    scope = ", ".join(f"{k}={v}" for k, v in (("provider", provider), ("account", account), ("policy", policy)) if v)
+    scope = _scope_text(provider, account, policy)
     lines = [f"FinOps violations report - billing period {period} - {scope or 'all'} - {now:%Y-%m-%d %H:%M} UTC", ""]
     lines.append(f"Actions with no recorded outcome (OUTCOME UNKNOWN: the call may have happened; check the resource), "
                  f"pending ones of any age, the rest of the last {days} days:")

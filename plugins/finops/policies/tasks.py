@@ -60,7 +60,10 @@ def run_policies(
     from finops.warehouse import connect
 
     now = now or datetime.now(UTC)
-    summary: dict[str, Any] = {"run_id": run_id, "dry_run": dry_run, "policies": {}}
+    # accounts: the ids of every account evaluated (a target named in a filter resolves to its
+    # account, from STS for AWS): the audit's report filters its rows, which carry ids, by them
+    summary: dict[str, Any] = {"run_id": run_id, "dry_run": dry_run, "policies": {}, "accounts": []}
+    accounts: set[str] = set()
     failures: list[str] = []
     wh = connect()
     try:
@@ -69,6 +72,7 @@ def run_policies(
                 summary["policies"][pol.name] = {"skipped": "no target in scope"}
                 continue
             clouds = [c for t in targets for c in build_clouds(t, pol)]
+            accounts.update(c.inventory.scope[0] for c in clouds)
             try:
                 res = run_policy(pol, clouds, wh, dry_run=dry_run, now=now, run_id=run_id)
                 counts: dict[str, int] = {}
@@ -83,6 +87,7 @@ def run_policies(
                 failures.append(str(e))
     finally:
         wh.close()
+    summary["accounts"] = sorted(accounts)
     log.info("policy run %s (dry_run=%s): %s", run_id, dry_run, summary["policies"])
     if failures:
         raise PolicyRunFailed("; ".join(failures))
@@ -99,7 +104,10 @@ def effective_dry_run(param: bool, run_type: str | None) -> bool:
     return str(Variable.get("finops_policy_enforce", default="false")).strip().lower() != "true"
 
 
-def audit_report(*, period: str | None, provider: str | None, account: str | None, policy: str | None) -> str:
+def audit_report(*, period: str | None, provider: str | None, account: str | list[str] | None,
+                 policy: str | None) -> str:
+    """`account`: an account id, or the ids a filtered evaluation covered (a target name in the
+    form is not what the audit rows carry)."""
     from finops.policies.report import violations_report
     from finops.warehouse import connect
 
