@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -19,6 +22,30 @@ OWNER = {"owner": "alice@example.com", "team": "ml"}
 def _cloud(conn: str) -> Cloud:
     inv = AwsInventory(conn, "us-east-1")
     return Cloud(inv, AwsActions(conn, "us-east-1", ec2=inv.ec2))
+
+
+@contextmanager
+def iam_enforced(pol_boto: dict[str, Any], monkeypatch: pytest.MonkeyPatch, actions: list[str]) -> Iterator[str]:
+    """moto with IAM enforced, for an Airflow connection `aws_finops` whose user may call only
+    `actions` (cloudwatch:* are also granted under moto's own service name, monitoring:*)."""
+    import boto3
+    import requests
+
+    endpoint = pol_boto["ec2"].meta.endpoint_url
+    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1")
+    iam.create_user(UserName="finops")
+    allowed = actions + [a.replace("cloudwatch:", "monitoring:") for a in actions if a.startswith("cloudwatch:")]
+    doc = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": allowed, "Resource": "*"}]}
+    iam.put_user_policy(UserName="finops", PolicyName="finops", PolicyDocument=json.dumps(doc))
+    key = iam.create_access_key(UserName="finops")["AccessKey"]
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_FINOPS", json.dumps({
+        "conn_type": "aws", "login": key["AccessKeyId"], "password": key["SecretAccessKey"],
+        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}))
+    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0", timeout=30)
+    try:
+        yield "aws_finops"
+    finally:
+        requests.post(f"{endpoint}/moto-api/reset-auth", data=b"inf", timeout=30)
 
 
 def _audit(wh, run_id: str) -> dict[str, tuple]:
@@ -284,3 +311,22 @@ def test_same_day_tag_snapshot_drops_a_resource_gone_since(aws_conn, pol_boto, p
     pol_boto["ec2"].terminate_instances(InstanceIds=[gone])
     run_policy(pol, _cloud(aws_conn), duckdb_wh, run_id="t-2")
     assert snapshot() == {keep: True}
+
+
+def test_a_denied_mark_tells_the_owner_nothing(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh,
+                                               pol_alerts, monkeypatch):
+    """The shipped IAM policy lets CreateTags through only on opted-in instances (finops:auto-stop).
+    For any other idle instance the mark's probe is refused, nothing is marked and no grace period
+    runs, yet its owner was told 'marked for stop' with a grace deadline, again on every live run."""
+    iid = pol_launch("idle", OWNER)
+    pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5)
+    reads = ["ec2:DescribeInstances", "ec2:DescribeInstanceTypes", "cloudwatch:GetMetricData",
+             "cloudwatch:ListMetrics", "ec2:StopInstances"]
+    with iam_enforced(pol_boto, monkeypatch, reads) as conn:
+        inv = AwsInventory(conn, "us-east-1", account="123456789012")
+        run_policy(pol_policy(), Cloud(inv, AwsActions(conn, "us-east-1", ec2=inv.ec2)), duckdb_wh, dry_run=False,
+                   run_id="r-mark-denied")
+    decision, action, result, *_ = _audit(duckdb_wh, "r-mark-denied")[iid]
+    assert (decision, action) == ("idle", "mark") and result.startswith("denied: ")
+    assert "finops-idle-marked" not in pol_instances()[iid]["tags"]
+    assert not [e for e in pol_alerts if e.kind == "policy_notice"]

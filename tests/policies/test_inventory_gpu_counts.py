@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import boto3
 import pytest
 
 from finops.policies.actions.aws import AwsActions
@@ -91,42 +90,24 @@ def test_azure_vm_size_is_matched_whatever_its_case(pol_azure, pol_policy, duckd
 def test_gpu_count_without_describe_instance_types_permission(aws_conn, pol_boto, pol_launch, pol_policy,
                                                               duckdb_wh, pol_alerts, monkeypatch):
     """A deployment still on the IAM policy shipped before DescribeInstanceTypes was needed (the
-    read statement below, from include/iam before 8fbce60): EC2 refuses to describe the type, and
+    read actions below, from include/iam before 8fbce60): EC2 refuses to describe the type, and
     the p4d.24xlarge whose metrics showed 2 idle GPUs of 8 was judged idle and stopped, as if the
     count were unknown. The instance-type table knows a p4d has 8 GPUs."""
-    import json
-
-    import requests
-
     from finops.policies.decide import format_mark
+    from tests.policies.test_engine_aws import iam_enforced
 
     old = format_mark(datetime.now(UTC) - timedelta(hours=30))
     iid = pol_launch("two-of-eight", {**OWNER, "finops-idle-marked": old}, itype="p4d.24xlarge")
     pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5, gpus=2)
-    iam = boto3.client("iam", endpoint_url=pol_boto["ec2"].meta.endpoint_url, region_name="us-east-1")
-    iam.create_user(UserName="finops")
     reads = ["ec2:DescribeInstances", "ec2:DescribeTags", "cloudwatch:GetMetricData", "cloudwatch:ListMetrics",
-             "sts:GetCallerIdentity"]
-    reads += ["monitoring:GetMetricData", "monitoring:ListMetrics"]  # moto's name for the CloudWatch service
-    doc = {"Version": "2012-10-17", "Statement": [
-        {"Effect": "Allow", "Action": reads, "Resource": "*"},
-        {"Effect": "Allow", "Action": ["ec2:StopInstances", "ec2:CreateTags", "ec2:DeleteTags"], "Resource": "*"}]}
-    iam.put_user_policy(UserName="finops", PolicyName="finops", PolicyDocument=json.dumps(doc))
-    key = iam.create_access_key(UserName="finops")["AccessKey"]
-    endpoint = pol_boto["ec2"].meta.endpoint_url
-    monkeypatch.setenv("AIRFLOW_CONN_AWS_FINOPS", json.dumps({
-        "conn_type": "aws", "login": key["AccessKeyId"], "password": key["SecretAccessKey"],
-        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}))
-    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0", timeout=30)  # IAM enforced from here
-    try:
-        inv = AwsInventory("aws_finops", "us-east-1", account="123456789012")
+             "sts:GetCallerIdentity", "ec2:StopInstances", "ec2:CreateTags", "ec2:DeleteTags"]
+    with iam_enforced(pol_boto, monkeypatch, reads) as conn:
+        inv = AwsInventory(conn, "us-east-1", account="123456789012")
         with pytest.raises(inv.ec2.exceptions.ClientError, match="DescribeInstanceTypes"):
             inv.ec2.describe_instance_types(InstanceTypes=["p4d.24xlarge"])
         assert [r.gpu_count for r in inv.list_resources()] == [8]
-        run_policy(pol_policy(), Cloud(inv, AwsActions("aws_finops", "us-east-1", ec2=inv.ec2)), duckdb_wh,
+        run_policy(pol_policy(), Cloud(inv, AwsActions(conn, "us-east-1", ec2=inv.ec2)), duckdb_wh,
                    dry_run=False, run_id="r-noperm")
-    finally:
-        requests.post(f"{endpoint}/moto-api/reset-auth", data=b"inf", timeout=30)
     [(decision, action, reason)] = duckdb_wh.query(
         "SELECT decision, action, reason FROM policy_actions WHERE run_id = ?", ["r-noperm"])
     assert (decision, action, reason) == ("partial_metrics", "none", "2 of 8 GPUs report metrics")

@@ -427,6 +427,10 @@ def _execute(
         else:
             audit.store_mark(wh, run_id, policy.name, r.provider, r.resource_id, now)
             result = "marked"
+        if result.startswith(("denied", "refused")):
+            # nothing was marked, so no grace period runs: telling the owner it does (on every
+            # run while IAM refuses, e.g. an instance not opted in) would be a false warning
+            return result, d, {}
         grace_until = (now + timedelta(hours=policy.grace_hours)).isoformat()
         d = replace(d, evidence={**d.evidence, "grace_until": grace_until})
         failed = _notify(policy, d, f"marked for {policy.action}", dry_run)
