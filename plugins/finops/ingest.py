@@ -104,6 +104,25 @@ class ConversionError(ValueError):
     """The raw files cannot be converted (corrupt, truncated, missing columns ...)."""
 
 
+class LoadInterrupted(RuntimeError):
+    """The load was stopped from outside while DuckDB ran a query (the task's execution_timeout):
+    not bad input, so it is raised (the task fails and may retry), never quarantined."""
+
+
+def _check_interrupted(e: BaseException) -> None:
+    """Raise LoadInterrupted when `e` is DuckDB's report of a stopped query.
+
+    DuckDB's Python client runs signal handlers while a query executes; when one raises (Airflow's
+    execution_timeout raises AirflowTaskTimeout from SIGALRM) it cancels the query and raises
+    RuntimeError('Query interrupted') in its place, the original exception lost. Read as bad
+    input, a timed-out load was quarantined and its task failed without retries."""
+    if isinstance(e, LoadInterrupted):
+        raise e
+    if type(e) is RuntimeError and str(e) == "Query interrupted":
+        raise LoadInterrupted("stopped while DuckDB ran a query (the task's execution_timeout?): "
+                              "nothing loaded, the partition is as it was") from e
+
+
 # --------------------------------------------------------------------------- SQL text helpers
 def sql_ident(name: str) -> str:
     """Quote an identifier (column names can come from exports, e.g. legacy tag headers)."""
@@ -173,6 +192,7 @@ def _raw_views(con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Conve
         else:
             con.execute("CREATE OR REPLACE TEMP VIEW finops_raw AS SELECT * FROM finops_raw_src")
     except Exception as e:  # noqa: BLE001 - any reader failure is a bad-input error
+        _check_interrupted(e)
         raise ConversionError(f"cannot read raw files: {_short(e)}") from e
     missing = [c for c in getattr(converter, "required_raw_columns", ()) if c not in cols]
     if missing:
@@ -221,6 +241,7 @@ def convert_to_staging(
                 [str(staging_file)],
             ).fetchone()
         except Exception as e:  # noqa: BLE001
+            _check_interrupted(e)
             raise ConversionError(f"conversion failed: {_short(e)}") from e
         assert stats is not None
         return StagingResult(
@@ -406,6 +427,7 @@ def load_batch(
         try:
             report, failures = check_staging(batch, result)
         except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
+            _check_interrupted(e)
             return _quarantine(wh, batch, entry, error=f"validation could not run: {_short(e)}")
         entry.timings["validate_s"] = time.perf_counter() - t - entry.timings["convert_s"]
         entry.billed_by_currency = _by_currency(report.stats, result.raw_by_currency)
@@ -462,6 +484,7 @@ def _load_direct(
                 raw_billed_total=raw_total, raw_by_currency=raw_by_currency,
             )
         except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
+            _check_interrupted(e)  # rolls the transaction back and fails the load
             verdict["error"] = f"validation could not run: {_short(e)}"
             return False
         st = report.stats
@@ -496,6 +519,7 @@ def _load_direct(
             return None
         except Exception as e:
             _record_failed(wh, entry, e)
+            _check_interrupted(e)  # the INSERT itself stopped by the timeout
             raise
     finally:
         try:
