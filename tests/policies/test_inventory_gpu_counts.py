@@ -113,3 +113,93 @@ def test_gpu_count_without_describe_instance_types_permission(aws_conn, pol_boto
     assert (decision, action, reason) == ("partial_metrics", "none", "2 of 8 GPUs report metrics")
     [res] = pol_boto["ec2"].describe_instances(InstanceIds=[iid])["Reservations"]
     assert res["Instances"][0]["State"]["Name"] == "running"
+
+
+class _AzureMonitorPerGpu:
+    """Azure Monitor as documented for a metric with a dimension (here the GPU's `gpuId`):
+    metricDefinitions lists the dimension; a metrics query without `$filter` answers ONE series
+    aggregated over every GPU (their average), `$filter=gpuId eq '*'` one series per GPU, told
+    apart by metadatavalues. The VMs and actions are the ARM fake's."""
+
+    def __init__(self, base: str):
+        from tests.fixtures.policies import PolFakeAzure
+
+        self.arm = PolFakeAzure(base)
+        self.per_gpu: dict[str, list[list[tuple[datetime, float]]]] = {}  # vm id (lower) -> per GPU points
+        self.filters: list[str | None] = []
+
+    def handler(self, request):  # type: ignore[no-untyped-def]
+        import json
+
+        from werkzeug import Response
+
+        js = lambda body, status=200: Response(json.dumps(body), status=status,  # noqa: E731
+                                               content_type="application/json")
+        path = request.path
+        if path.endswith("/providers/Microsoft.Insights/metricDefinitions"):
+            vid = path.split("/providers/Microsoft.Insights")[0]
+            return js({"value": [
+                {"id": f"{vid}/providers/microsoft.insights/metricdefinitions/GPU Utilization", "resourceId": vid,
+                 "namespace": "azure.vm.linux.guestmetrics", "name": {"value": "GPU Utilization",
+                 "localizedValue": "GPU Utilization"}, "isDimensionRequired": False, "unit": "Percent",
+                 "primaryAggregationType": "Average", "dimensions": [{"value": "gpuId", "localizedValue": "gpuId"}]},
+            ]})
+        if path.endswith("/providers/Microsoft.Insights/metrics") and request.args.get("metricnames") == "GPU Utilization":
+            vid = path.split("/providers/Microsoft.Insights")[0].lower()
+            flt = request.args.get("$filter")
+            self.filters.append(flt)
+            gpus = self.per_gpu.get(vid, [])
+
+            def series(pts, meta):  # type: ignore[no-untyped-def]
+                return {"metadatavalues": meta, "data": [{"timeStamp": t.strftime("%Y-%m-%dT%H:%M:%SZ"), "average": v}
+                                                         for t, v in reversed(pts)]}
+
+            if flt == "gpuId eq '*'":
+                ts = [series(p, [{"name": {"value": "gpuId", "localizedValue": "gpuId"}, "value": str(i)}])
+                      for i, p in enumerate(gpus)]
+            elif flt is None:
+                avg = [(t, sum(p[k][1] for p in gpus) / len(gpus)) for k, (t, _) in enumerate(gpus[0])] if gpus else []
+                ts = [series(avg, [])] if avg else []
+            else:
+                return js({"code": "BadRequest", "message": f"unknown dimension in {flt}"}, 400)
+            return js({"cost": 0, "timespan": request.args.get("timespan"), "interval": "PT5M",
+                       "namespace": "azure.vm.linux.guestmetrics", "resourceregion": "eastus",
+                       "value": [{"id": f"{vid}/providers/Microsoft.Insights/metrics/GPU Utilization",
+                                  "type": "Microsoft.Insights/metrics",
+                                  "name": {"value": "GPU Utilization", "localizedValue": "GPU Utilization"},
+                                  "unit": "Percent", "timeseries": ts, "errorCode": "Success"}]})
+        return self.arm.handler(request)
+
+
+def test_azure_gpus_are_read_one_by_one_not_averaged(httpserver, pol_policy, duckdb_wh, pol_alerts):
+    """Azure Monitor averages a metric over its dimensions unless the query splits it ($filter
+    <dim> eq '*'). The GPU query never split, so an 8-GPU VM training on one GPU (30%) and
+    idle on seven read as one series at 3.75%: below 5%, idle, and (marked 30 h ago) deallocated.
+    A size outside the table (Standard_ND40rs_v2, 8 x V100) has no count to fall back on; one in
+    it read '1 of 8 GPUs report metrics' on every run and was never stopped."""
+    import re
+
+    from finops.policies.actions.azure import AzureActions
+    from finops.policies.decide import format_mark
+    from finops.policies.inventory.azure import AzureInventory
+    from tests.fixtures.policies import pol_points
+
+    fake = _AzureMonitorPerGpu(httpserver.url_for("/").rstrip("/"))
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(fake.handler)
+    old = format_mark(datetime.now(UTC) - timedelta(hours=30))
+    busy = fake.arm.add("nd40-one-gpu-busy", {**OWNER, "finops-idle-marked": old}).lower()
+    idle = fake.arm.add("nd96-all-idle", {**OWNER, "finops-idle-marked": old}).lower()
+    fake.arm.vms[busy]["properties"]["hardwareProfile"]["vmSize"] = "Standard_ND40rs_v2"
+    fake.arm.vms[idle]["properties"]["hardwareProfile"]["vmSize"] = "Standard_ND96isr_H100_v5"
+    fake.per_gpu[busy] = [pol_points(30.0 if g == 0 else 0.0, 8.5) for g in range(8)]
+    fake.per_gpu[idle] = [pol_points(0.5, 8.5) for _ in range(8)]
+    inv = AzureInventory(fake.arm.sub, lambda: "tok", fake.arm.base)
+    run_policy(pol_policy(scope={"providers": ["azure"]}), Cloud(inv, AzureActions(inv)), duckdb_wh, dry_run=False,
+               run_id="az-split")
+    rows = {n: (d, a) for n, d, a in duckdb_wh.query(
+        "SELECT resource_name, decision, action FROM policy_actions WHERE run_id = ?", ["az-split"])}
+    assert rows == {"nd40-one-gpu-busy": ("busy", "unmark"), "nd96-all-idle": ("idle", "stop")}
+    power = {n: fake.arm.vms[v]["properties"]["instanceView"]["statuses"][1]["code"]
+             for n, v in (("busy", busy), ("idle", idle))}
+    assert power == {"busy": "PowerState/running", "idle": "PowerState/deallocated"}
+    assert set(fake.filters) == {"gpuId eq '*'"}

@@ -1,6 +1,11 @@
 """Azure: ARM Compute virtual machines (list by subscription, statusOnly for power state)
 + Azure Monitor metrics (REST). GPU utilisation on Azure VMs comes from a guest / custom
-namespace (Azure Monitor agent, DCGM exporter): metric name and namespace are configurable."""
+namespace (Azure Monitor agent, DCGM exporter): metric name and namespace are configurable.
+
+Azure Monitor answers a metric with dimensions (the GPU's index / id) as ONE series averaged
+over them unless the query splits it (`$filter=<dimension> eq '*'`): the GPU metric's
+dimensions are read from its metric definition and the query splits by all of them, so each
+GPU is its own series (one busy GPU among idle ones is busy, and every GPU must report)."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ from finops.prices.gpu_models import KNOWN_INSTANCES, InstanceSpec
 ARM = "https://management.azure.com"
 COMPUTE_API = "2024-07-01"
 MONITOR_API = "2023-10-01"
+DEFINITIONS_API = "2018-01-01"
 _POWER = {"PowerState/running": "running", "PowerState/deallocated": "stopped", "PowerState/stopped": "stopped",
           "PowerState/deallocating": "stopping", "PowerState/stopping": "stopping", "PowerState/starting": "pending"}
 
@@ -85,8 +91,24 @@ class AzureInventory:
         # GET with $expand=instanceView returns it under properties.instanceView, like statusOnly.
         return to_resource(vm, self.subscription)
 
+    def _dimensions(self, resource: Resource, name: str, namespace: str | None) -> list[str]:
+        """The dimensions of metric `name` on this VM (metricDefinitions); none known: []."""
+        params = {"api-version": DEFINITIONS_API}
+        if namespace:
+            params["metricnamespace"] = namespace
+        try:
+            body = self.arm.get(f"{resource.resource_id}/providers/Microsoft.Insights/metricDefinitions", params=params)
+        except RestError as e:
+            if e.status == 404:
+                return []
+            raise
+        for d in body.get("value", []) or []:
+            if str((d.get("name") or {}).get("value", "")).casefold() == name.casefold():
+                return [str(x["value"]) for x in d.get("dimensions", []) or [] if x.get("value")]
+        return []
+
     def _metric(self, resource: Resource, name: str, namespace: str | None, start: datetime, end: datetime,
-                period_min: int) -> list[dict]:
+                period_min: int, split: list[str] | None = None) -> list[dict]:
         params = {
             "api-version": MONITOR_API,
             "metricnames": name,
@@ -96,6 +118,9 @@ class AzureInventory:
         }
         if namespace:
             params["metricnamespace"] = namespace
+        if split:  # one series per dimension value, not their average; `top` (default 10) caps the series
+            params["$filter"] = " and ".join(f"{d} eq '*'" for d in split)
+            params["top"] = "100"
         body = self.arm.get(f"{resource.resource_id}/providers/Microsoft.Insights/metrics", params=params)
         return body.get("value", []) or []
 
@@ -108,7 +133,9 @@ class AzureInventory:
         assert policy.idle is not None
         pm = policy.idle.period_minutes
         out: list[Series] = []
-        for metric in self._metric(resource, policy.metrics.azure_gpu_metric, self.gpu_ns, start, end, pm):
+        gpu_metric = policy.metrics.azure_gpu_metric
+        split = self._dimensions(resource, gpu_metric, self.gpu_ns)
+        for metric in self._metric(resource, gpu_metric, self.gpu_ns, start, end, pm, split):
             for ts in metric.get("timeseries", []) or []:
                 meta = ",".join(f"{m['name']['value']}={m['value']}" for m in ts.get("metadatavalues", []) or [])
                 out.append(Series("gpu", self._points(ts), meta or "gpu"))
