@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from finops.alerts.events import clear_sinks, register_sink
 from finops.demo.cur_generator import GenSpec, expected_totals
 from finops.ingest import RawBatch, load_batch, make_load_id
 from finops.sources import aws_cur
@@ -33,14 +32,6 @@ def _partition(wh, period, source="main-payer"):
     )
     n, billed, eff = rows[0]
     return int(n), D(billed or 0), D(eff or 0)
-
-
-@pytest.fixture
-def alerts():
-    seen: list = []
-    register_sink(seen.append)
-    yield seen
-    clear_sinks()
 
 
 def test_e2e_two_periods_reconcile_to_the_cent(duckdb_wh, awsb_bucket, awsb_source, awsb_deliver):

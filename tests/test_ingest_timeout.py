@@ -14,7 +14,6 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from finops.alerts.events import clear_sinks, register_sink
 from finops.ingest import LoadInterrupted, RawBatch, load_batch
 from finops.sources import aws_cur
 from tests.focus.test_aws_cur import cur_row, write_cur
@@ -31,14 +30,6 @@ def big_cur(tmp_path_factory) -> Path:
     big = d / "big.parquet"
     duckdb.sql(f"COPY (SELECT t.* FROM read_parquet('{one}') t, range(800000)) TO '{big}' (FORMAT parquet)")
     return big
-
-
-@pytest.fixture
-def alerts():
-    seen: list = []
-    register_sink(seen.append)
-    yield seen
-    clear_sinks()
 
 
 @pytest.mark.parametrize("direct", [False, None], ids=["staging", "direct"])
