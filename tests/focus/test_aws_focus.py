@@ -83,3 +83,23 @@ def test_aws_focus_csv_money_is_read_as_text_not_sniffed(tmp_path, finops_home):
     assert {r["billing_account_id"] for r in rows} == {"012345678901"}
     assert {r["sub_account_id"] for r in rows} == {"000000000042"}
     assert json.loads(rows[0]["tags"]) == {"user_team": "a"}
+
+
+def test_subcategory_of_an_export_without_one_is_its_categorys_other(tmp_path, finops_home):
+    """AWS's FOCUS 1.0 export has no ServiceSubcategory: the rows loaded with it null, which
+    FOCUS 1.2 forbids, so `finops export focus` of such a month failed focus-validator. A value
+    the export does carry is kept; a blank one gets the same catch-all."""
+    from finops.focus.schema import SERVICE_SUBCATEGORIES
+
+    table = _focus_rows()  # no ServiceSubcategory column, like the 1.0 export
+    pq.write_table(table, tmp_path / "v10.parquet")
+    _, rows = convert(AwsFocusConverter(), [tmp_path / "v10.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
+    assert [r["service_subcategory"] for r in rows] == ["Other (Compute)", "Other (Compute)"]
+
+    cats = pa.array(["Compute", "No Such Category"])
+    subs = pa.array(["Virtual Machines", " "])
+    v12 = table.set_column(table.schema.get_field_index("ServiceCategory"), "ServiceCategory", cats)
+    pq.write_table(v12.append_column("ServiceSubcategory", subs), tmp_path / "v12.parquet")
+    _, rows = convert(AwsFocusConverter(), [tmp_path / "v12.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
+    assert [r["service_subcategory"] for r in rows] == ["Virtual Machines", "Other (Other)"]
+    assert all(SERVICE_SUBCATEGORIES[r["service_subcategory"]] in (r["service_category"], "Other") for r in rows)

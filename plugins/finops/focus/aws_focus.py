@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from finops.focus.projection import raw_totals_by_currency
+from finops.focus.projection import other_subcategory_sql, raw_totals_by_currency
 from finops.focus.schema import FOCUS_COLUMNS, Kind
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
@@ -71,6 +71,9 @@ class AwsFocusConverter:
         cols = ctx.raw_columns
         out: list[str] = []
         for col in FOCUS_COLUMNS:
+            if col.snake == "service_subcategory":
+                out.append(self._subcategory(cols))
+                continue
             src = _find(cols, col.name, col.snake)
             target = sql_ident(col.snake)
             if src is None:
@@ -102,6 +105,16 @@ class AwsFocusConverter:
             f"{sql_literal(ctx.load_id)} AS x_load_id",
         ]
         return f"SELECT {', '.join(out)} FROM {raw}"
+
+    @staticmethod
+    def _subcategory(cols: Mapping[str, str]) -> str:
+        """The export's ServiceSubcategory, else its category's 'Other (...)': AWS's FOCUS 1.0
+        export has no such column, and a null one fails the spec (and focus-validator)."""
+        sub, cat = _find(cols, "ServiceSubcategory"), _find(cols, "ServiceCategory")
+        fallback = other_subcategory_sql(f"NULLIF(CAST({sql_ident(cat)} AS VARCHAR), '')") if cat else "'Other (Other)'"
+        if sub is None:
+            return f"{fallback} AS service_subcategory"
+        return f"COALESCE(NULLIF(trim(CAST({sql_ident(sub)} AS VARCHAR)), ''), {fallback}) AS service_subcategory"
 
     def raw_billed_totals_sql(self, raw: str) -> str:
         # the currency exactly as focus_sql maps BillingCurrency (a plain string column)

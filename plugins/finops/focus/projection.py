@@ -8,7 +8,7 @@ the wrong type. Pure string building: no DuckDB import.
 
 from __future__ import annotations
 
-from finops.focus.schema import BY_SNAKE, COLUMNS, Kind
+from finops.focus.schema import BY_SNAKE, COLUMNS, SERVICE_CATEGORIES, Kind
 from finops.orchestration.periods import check_period
 from finops.warehouse.sqltypes import sql_type
 
@@ -74,3 +74,12 @@ def raw_totals_by_currency(raw: str, currency_sql: str, billed_sql: str) -> str:
     raw export. `currency_sql` must be the very expression its focus_sql maps BillingCurrency
     from, so each currency reconciles on its own: a total that adds EUR to USD proves nothing."""
     return f"SELECT {currency_sql} AS currency, COALESCE(SUM({billed_sql}), 0) AS billed FROM {raw} GROUP BY 1"
+
+
+def other_subcategory_sql(category_sql: str) -> str:
+    """FOCUS 1.2's catch-all subcategory of a row's ServiceCategory ('Other (Compute)', ...;
+    'Other (Other)' for an unknown category): every category has one, and it keeps the
+    subcategory's parent equal to the category. For exports that predate ServiceSubcategory
+    (FOCUS 1.0), whose rows would otherwise leave the column null, which the spec forbids."""
+    whens = " ".join(f"WHEN {lit(c)} THEN {lit(f'Other ({c})')}" for c in SERVICE_CATEGORIES)
+    return f"CASE {category_sql} {whens} ELSE 'Other (Other)' END"
