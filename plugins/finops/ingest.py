@@ -347,6 +347,12 @@ def _partition_has_rows(wh: Warehouse, source: str, period: str) -> bool:
     return bool(rows)
 
 
+def _empty_refusal(batch: RawBatch) -> str:
+    return (f"delivery holds no rows, but {batch.source} {batch.billing_period} is already loaded: an empty "
+            "delivery never replaces a loaded month (a truncated re-delivery would erase it); the month is kept "
+            "as it was. If the month really is empty now, delete its rows from focus_costs and re-run")
+
+
 def load_batch(
     wh: Warehouse,
     batch: RawBatch,
@@ -364,7 +370,8 @@ def load_batch(
     is already the latest load; skipped unless force=True), `empty` (no data files: nothing
     touched), `quarantined` (bad input or failed validation: files kept under
     FINOPS_HOME/quarantine, alert emitted, partition untouched; also when the warehouse refuses
-    the rows themselves, `DataRefused`). Other warehouse errors while replacing are logged as
+    the rows themselves, `DataRefused`, and when a delivery without rows would replace a month
+    already loaded). Other warehouse errors while replacing are logged as
     `failed` and re-raised (the task should retry).
 
     `direct` (default: whenever the warehouse can, i.e. embedded DuckDB) converts straight
@@ -423,6 +430,8 @@ def load_batch(
         entry.focus_billed_total = result.focus_billed_total
         entry.focus_effective_total = result.focus_effective_total
         entry.currency = ",".join(result.currencies) or batch.currency_hint
+        if result.row_count == 0 and _partition_has_rows(wh, batch.source, batch.billing_period):
+            return _quarantine(wh, batch, entry, error=_empty_refusal(batch))
 
         try:
             report, failures = check_staging(batch, result)
@@ -469,6 +478,7 @@ def _load_direct(
 
     con = wh.con
     verdict: dict[str, Any] = {}
+    loaded_before = _partition_has_rows(wh, batch.source, batch.billing_period)  # the DELETE hides it below
 
     def check(con: duckdb.DuckDBPyConnection) -> bool:
         entry.timings["convert_insert_s"] = time.perf_counter() - t0
@@ -495,6 +505,8 @@ def _load_direct(
         entry.currency = ",".join(sorted(c for c in st.get("currencies", {}) if c != "None")) or batch.currency_hint
         entry.billed_by_currency = _by_currency(st, raw_by_currency)
         failures = [*report.failures, *_exact_mismatch(entry.focus_billed_total, raw_total)]
+        if entry.row_count == 0 and loaded_before:
+            failures.append(_empty_refusal(batch))
         verdict.update(report=report, failures=failures)
         entry.timings["validate_s"] = time.perf_counter() - t0 - entry.timings["convert_insert_s"]
         return report.success and not failures
