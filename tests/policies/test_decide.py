@@ -121,6 +121,21 @@ def test_scope_exemptions_age_state():
     assert d.action == "none"
 
 
+def test_not_opted_in_is_reported_never_marked_or_stopped():
+    """include/iam lets the package tag and stop only instances tagged finops:auto-stop=enabled:
+    a mark or stop planned on any other one is refused by the cloud, yet it spent the run's cap."""
+    p = pol(opt_in_tag="finops:auto-stop=enabled")
+    old_mark = {"finops-idle-marked": format_mark(NOW - timedelta(hours=25))}
+    idle = [gpu(0.5)]
+    d = decide(p, res(), NOW, idle)
+    assert (d.verdict, d.action) == ("idle", "report") and "not opted in" in d.reason
+    assert decide(p, res({"finops:auto-stop": "disabled", **old_mark}), NOW, idle).action == "report"
+    assert decide(p, res({"Finops-Auto-Stop": "Enabled"}), NOW, idle).action == "mark"  # any spelling of the key
+    assert decide(p, res({"finops_auto-stop": "enabled", **old_mark}), NOW, idle).action == "stop"
+    assert decide(p, res(), NOW, [gpu(40.0)]).verdict == "busy"
+    assert decide(pol(opt_in_tag="finops:auto-stop"), res({"finops:auto-stop": ""}), NOW, idle).action == "mark"
+
+
 def test_off_hours_with_time_zone():
     oh = OffHours(timezone="America/New_York", days=["mon", "tue", "wed", "thu", "fri"], start="19:00", end="07:00")
     assert in_off_hours(oh, datetime(2026, 11, 18, 23, 30, tzinfo=UTC)) is False  # Wed 18:30 NY

@@ -164,6 +164,25 @@ def test_cap_aborts_before_first_action(aws_conn, pol_boto, pol_launch, pol_inst
     assert any(e.kind == "policy_cap_exceeded" and e.severity == "critical" for e in pol_alerts)
 
 
+def test_idle_instances_not_opted_in_neither_spend_the_cap_nor_get_marked(
+        aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh, pol_alerts):
+    """Four idle GPUs not opted in and one opted in, under a cap of 3: before opt_in_tag the five
+    planned marks aborted the run (and the shipped IAM policy would have refused four of them),
+    so the opted-in instance was never handled."""
+    others = [pol_launch(f"idle-{i}", OWNER) for i in range(4)]
+    opted = pol_launch("opted", {**OWNER, "finops:auto-stop": "enabled"})
+    for iid in (*others, opted):
+        pol_put_gpu(pol_boto["cw"], iid, 0.1, 8.5, gpus=1)
+    policy = pol_policy(max_actions_per_run=3, opt_in_tag="finops:auto-stop=enabled")
+    run_policy(policy, _cloud(aws_conn), duckdb_wh, dry_run=False, run_id="r-optin")
+    rows = _audit(duckdb_wh, "r-optin")
+    assert rows[opted][:2] == ("idle", "mark") and "finops-idle-marked" in pol_instances()[opted]["tags"]
+    for iid in others:
+        assert rows[iid][:2] == ("idle", "report")
+        assert "finops-idle-marked" not in pol_instances()[iid]["tags"]
+    assert not any(e.kind == "policy_cap_exceeded" for e in pol_alerts)
+
+
 def test_just_launched_is_too_young(aws_conn, pol_boto, pol_launch, pol_instances, pol_policy, duckdb_wh):
     iid = pol_launch("fresh", OWNER, age_h=0)
     pol_put_gpu(pol_boto["cw"], iid, 0.0, 8.5)

@@ -78,6 +78,11 @@ def test_shipped_examples_load():
     idle = by_name["idle-gpu-8h"]
     assert idle.idle and idle.idle.hours == 8 and idle.idle.gpu_util_below == 5
     assert idle.grace_hours == 24 and idle.max_actions_per_run == 10 and idle.off_hours
+    # the opt-in is the one the shipped IAM policy's StopInstances / CreateTags conditions name
+    iam = json.loads((REPO / "include" / "iam" / "finops-stop-instances-policy.json").read_text())
+    conds = {k.removeprefix("aws:ResourceTag/") + "=" + v for s in iam["Statement"] if s["Effect"] == "Allow"
+             for k, v in s.get("Condition", {}).get("StringEquals", {}).items()}
+    assert conds == {idle.opt_in_tag}
     assert by_name["required-tags"].kind == "tags"
     assert [t.name for t in targets] == ["aws-main"]
 

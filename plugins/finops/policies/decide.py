@@ -114,16 +114,20 @@ def in_scope(policy: Policy, r: Resource) -> bool:
     )
 
 
+def has_tag(tags: Mapping[str, str], spec: str) -> bool:
+    """`spec` is `key` (present, any value) or `key=value` (value compared without case);
+    keys match as everywhere (normalise_key)."""
+    key, _, want = spec.partition("=")
+    have = normalised_tags(tags).get(normalise_key(key))
+    return have is not None and (not want or have.strip().casefold() == want.strip().casefold())
+
+
 def exemption(policy: Policy, r: Resource) -> str | None:
     ex = policy.exemptions
     if r.account in ex.accounts:
         return f"account {r.account} is on the allow-list"
-    if ex.tag:
-        key, _, want = ex.tag.partition("=")
-        norm = normalised_tags(r.tags)
-        have = norm.get(normalise_key(key))
-        if have is not None and (not want or have.strip().casefold() == want.strip().casefold()):
-            return f"exemption tag {key}"
+    if ex.tag and has_tag(r.tags, ex.tag):
+        return f"exemption tag {ex.tag.partition('=')[0]}"
     for pat in ex.name_patterns:
         if r.name and fnmatch.fnmatchcase(r.name.lower(), pat.lower()):
             return f"name matches {pat}"
@@ -271,7 +275,7 @@ def decide(
         if tc.compliant:
             return d("compliant", "unmark" if mark_raw is not None else "none", "all required tags valid", **ev)
         reason = f"missing {tc.missing} invalid {tc.invalid}"
-        return _violation(policy, d, reason, mark_note, marked_at, now, owner, ev)
+        return _violation(policy, resource, d, reason, mark_note, marked_at, now, owner, ev)
 
     if resource.state != "running":
         return d("not_running", "unmark" if mark_raw is not None else "none", f"state {resource.state}")
@@ -287,13 +291,18 @@ def decide(
         # Busy again -> lift an earlier mark. No/partial metrics: keep the mark, never act.
         act: Act = "unmark" if verdict == "busy" and mark_raw is not None else "none"
         return d(verdict, act, reason, **ev)
-    return _violation(policy, d, reason, mark_note, marked_at, now, owner, ev)
+    return _violation(policy, resource, d, reason, mark_note, marked_at, now, owner, ev)
 
 
-def _violation(policy, d, reason, mark_note, marked_at, now, owner, ev) -> Decision:  # type: ignore[no-untyped-def]
+def _violation(policy, resource, d, reason, mark_note, marked_at, now, owner, ev) -> Decision:  # type: ignore[no-untyped-def]
     verdict: Verdict = "violation" if policy.kind == "tags" else "idle"
     if policy.action in ("report", "notify"):
         return d(verdict, policy.action, reason, **ev)
+    if policy.opt_in_tag and not has_tag(resource.tags, policy.opt_in_tag):
+        # The cloud would refuse the mark and the stop (include/iam), and planning them spent the
+        # run's cap on actions that cannot happen: a fleet of idle, not-opted-in GPUs aborted
+        # every run before the opted-in ones were touched. Reported, so the waste stays visible.
+        return d(verdict, "report", f"{reason}; not opted in ({policy.opt_in_tag}): reported only", **ev)
     if marked_at is None:
         return d(verdict, "mark", reason + mark_note, **ev)
     if policy.action == "mark":

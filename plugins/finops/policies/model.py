@@ -169,6 +169,11 @@ class Policy(_Model):
     off_hours: OffHours | None = None
     owner_tag: OwnerTag = OwnerTag()
     act_without_owner: bool = Field(default=False, description="stop even when nobody could be notified")
+    opt_in_tag: str | None = Field(
+        default=None,
+        description="key, or key=value: when set, a violating resource without it is reported, never marked, "
+                    "stopped or counted against max_actions_per_run (include/iam lets the package tag and stop "
+                    "only instances carrying finops:auto-stop=enabled)")
     mark_tag: str = "finops-idle-marked"
 
     @field_validator("name")
