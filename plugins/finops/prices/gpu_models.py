@@ -158,7 +158,14 @@ KNOWN_INSTANCES: dict[tuple[str, str], InstanceSpec] = {
 }
 
 
+# Azure VM sizes are case-insensitive, and ARM returns a VM's size in the case it was created
+# with (`standard_nd96isr_h100_v5` is a valid size): Azure's entries are looked up without case.
+_AZURE_SIZES: dict[str, InstanceSpec] = {t.casefold(): s for (p, t), s in KNOWN_INSTANCES.items() if p == "azure"}
+
+
 def known_instance(provider: str, instance_type: str) -> InstanceSpec | None:
+    if provider == "azure" and isinstance(instance_type, str):
+        return _AZURE_SIZES.get(instance_type.casefold())
     return KNOWN_INSTANCES.get((provider, instance_type))
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
 from finops.policies.rest import RestClient, RestError, TokenProvider
-from finops.prices.gpu_models import KNOWN_INSTANCES, InstanceSpec
+from finops.prices.gpu_models import known_instance
 
 ARM = "https://management.azure.com"
 COMPUTE_API = "2024-07-01"
@@ -23,11 +23,6 @@ MONITOR_API = "2023-10-01"
 DEFINITIONS_API = "2018-01-01"
 _POWER = {"PowerState/running": "running", "PowerState/deallocated": "stopped", "PowerState/stopped": "stopped",
           "PowerState/deallocating": "stopping", "PowerState/stopping": "stopping", "PowerState/starting": "pending"}
-
-
-# Azure VM sizes are case-insensitive and ARM returns a VM's size in the case it was created
-# with (`standard_nd96isr_h100_v5` is a valid size): the size table is matched without case.
-_SIZES: dict[str, InstanceSpec] = {t.casefold(): s for (p, t), s in KNOWN_INSTANCES.items() if p == "azure"}
 
 
 def _ts(v: str) -> datetime:
@@ -41,8 +36,8 @@ def to_resource(vm: dict[str, Any], subscription: str) -> Resource:
     created = props.get("timeCreated")
     size = (props.get("hardwareProfile") or {}).get("vmSize", "")
     # ARM's VM listing does not say how many GPUs a size has: the static size table does (an
-    # unknown size keeps None, and then every reporting GPU counts)
-    spec = _SIZES.get(size.casefold()) if isinstance(size, str) else None
+    # unknown size keeps None, and then every reporting GPU counts); sizes match without case
+    spec = known_instance("azure", size) if isinstance(size, str) else None
     return Resource(
         provider="azure",
         account=subscription,
