@@ -352,4 +352,4 @@ def _live_launches(wh: Warehouse | None) -> set[str]:
     return {r[0] for r in rows}
 
 
-__all__ = ["ENDING", "CollectError", "LaunchError", "Target", "collect", "launch", "plan", "prepare", "reap", "terminate"]
+__all__ = ["CollectError", "LaunchError", "Target", "collect", "launch", "plan", "prepare", "reap", "terminate"]

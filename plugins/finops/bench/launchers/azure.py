@@ -14,7 +14,6 @@ import logging
 from typing import Any
 
 from finops.bench.launchers.base import (
-    ENDING,
     NAME_PREFIX,
     TAG_BENCH,
     TAG_EXPIRES,
@@ -22,6 +21,7 @@ from finops.bench.launchers.base import (
     CapReached,
     Instance,
     LaunchSpec,
+    adoptable,
     launch_failed,
     parse_iso,
 )
@@ -92,7 +92,7 @@ class AzureLauncher:
         # a retried task: this run's VM is already there -- unless a failed attempt's cleanup is
         # deleting it (`Deleting` for minutes): then PUT again (ARM refuses until it is gone, and
         # the task retries)
-        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id and i.state not in ENDING]
+        mine = adoptable(alive, spec.bench_run_id)
         if mine:
             return mine
         if len(alive) >= self.max_running:

@@ -85,6 +85,12 @@ class Instance:
         return self.expires_at is not None and self.expires_at <= now
 
 
+def adoptable(alive: list[Instance], run_id: str) -> list[str]:
+    """What a retried launch takes as its run's own: the run's instances that are not ending (a
+    failed attempt's cleanup may be ending one; a new one is launched instead)."""
+    return [i.instance_id for i in alive if i.bench_run_id == run_id and i.state not in ENDING]
+
+
 class Launcher(Protocol):
     provider: str
 

@@ -15,11 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from finops.bench.launchers.base import (
-    ENDING,
     NAME_PREFIX,
     CapReached,
     Instance,
     LaunchSpec,
+    adoptable,
     launch_failed,
 )
 from finops.bench.launchers.rest import RestClient
@@ -65,7 +65,7 @@ class LambdaLauncher:
         alive = self.find()
         # a retried task: this run's instance is already there -- unless it is the one a failed
         # attempt's cleanup is terminating (listed `terminating` for a while): then launch anew
-        mine = [i.instance_id for i in alive if i.bench_run_id == spec.bench_run_id and i.state not in ENDING]
+        mine = adoptable(alive, spec.bench_run_id)
         if mine:
             return mine
         if len(alive) >= self.max_running:
