@@ -32,24 +32,29 @@ class ViolationsReport:
 Accounts = str | Sequence[str] | None  # one account id, or those a filtered audit run evaluated
 
 
+def _account_ids(account: Accounts) -> list[str] | None:
+    """None: no account filter; else the ids to keep (an empty list keeps nothing)."""
+    if account is None or account == "":
+        return None
+    return [account] if isinstance(account, str) else list(account)
+
+
 def _filters(provider: str | None, account: Accounts, policy: str | None, alias: str = "") -> tuple[str, list]:
     sql, params = "", []
     for col, val in (("provider", provider), ("policy", policy)):
         if val:
             sql += f" AND {alias}{col} = ?"
             params.append(val)
-    if isinstance(account, str) and account:
-        sql += f" AND {alias}account = ?"
-        params.append(account)
-    elif account is not None and not isinstance(account, str):
-        ids = list(account)
+    ids = _account_ids(account)
+    if ids is not None:
         sql += f" AND {alias}account IN ({', '.join('?' for _ in ids)})" if ids else " AND 1 = 0"
         params += ids
     return sql, params
 
 
 def _scope_text(provider: str | None, account: Accounts, policy: str | None) -> str:
-    acct = account if isinstance(account, str) or account is None else ",".join(account) or "(none)"
+    ids = _account_ids(account)
+    acct = None if ids is None else ",".join(ids) or "(none)"
     return ", ".join(f"{k}={v}" for k, v in (("provider", provider), ("account", acct), ("policy", policy)) if v)
 
 

@@ -62,7 +62,7 @@ def run_policies(
     now = now or datetime.now(UTC)
     # accounts: the ids of every account evaluated (a target named in a filter resolves to its
     # account, from STS for AWS): the audit's report filters its rows, which carry ids, by them
-    summary: dict[str, Any] = {"run_id": run_id, "dry_run": dry_run, "policies": {}, "accounts": []}
+    summary: dict[str, Any] = {"run_id": run_id, "dry_run": dry_run, "policies": {}}
     accounts: set[str] = set()
     failures: list[str] = []
     wh = connect()
