@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
@@ -14,7 +11,7 @@ from finops.policies.actions.aws import AwsActions
 from finops.policies.decide import format_mark
 from finops.policies.engine import CapExceeded, Cloud, run_policy
 from finops.policies.inventory.aws import AwsInventory
-from tests.fixtures.policies import pol_put_gpu
+from tests.fixtures.policies import iam_enforced, pol_put_gpu
 
 OWNER = {"owner": "alice@example.com", "team": "ml"}
 
@@ -22,30 +19,6 @@ OWNER = {"owner": "alice@example.com", "team": "ml"}
 def _cloud(conn: str) -> Cloud:
     inv = AwsInventory(conn, "us-east-1")
     return Cloud(inv, AwsActions(conn, "us-east-1", ec2=inv.ec2))
-
-
-@contextmanager
-def iam_enforced(pol_boto: dict[str, Any], monkeypatch: pytest.MonkeyPatch, actions: list[str]) -> Iterator[str]:
-    """moto with IAM enforced, for an Airflow connection `aws_finops` whose user may call only
-    `actions` (cloudwatch:* are also granted under moto's own service name, monitoring:*)."""
-    import boto3
-    import requests
-
-    endpoint = pol_boto["ec2"].meta.endpoint_url
-    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1")
-    iam.create_user(UserName="finops")
-    allowed = actions + [a.replace("cloudwatch:", "monitoring:") for a in actions if a.startswith("cloudwatch:")]
-    doc = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": allowed, "Resource": "*"}]}
-    iam.put_user_policy(UserName="finops", PolicyName="finops", PolicyDocument=json.dumps(doc))
-    key = iam.create_access_key(UserName="finops")["AccessKey"]
-    monkeypatch.setenv("AIRFLOW_CONN_AWS_FINOPS", json.dumps({
-        "conn_type": "aws", "login": key["AccessKeyId"], "password": key["SecretAccessKey"],
-        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}))
-    requests.post(f"{endpoint}/moto-api/reset-auth", data=b"0", timeout=30)
-    try:
-        yield "aws_finops"
-    finally:
-        requests.post(f"{endpoint}/moto-api/reset-auth", data=b"inf", timeout=30)
 
 
 def _audit(wh, run_id: str) -> dict[str, tuple]:

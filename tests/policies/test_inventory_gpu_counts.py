@@ -94,7 +94,7 @@ def test_gpu_count_without_describe_instance_types_permission(aws_conn, pol_boto
     the p4d.24xlarge whose metrics showed 2 idle GPUs of 8 was judged idle and stopped, as if the
     count were unknown. The instance-type table knows a p4d has 8 GPUs."""
     from finops.policies.decide import format_mark
-    from tests.policies.test_engine_aws import iam_enforced
+    from tests.fixtures.policies import iam_enforced
 
     old = format_mark(datetime.now(UTC) - timedelta(hours=30))
     iid = pol_launch("two-of-eight", {**OWNER, "finops-idle-marked": old}, itype="p4d.24xlarge")
