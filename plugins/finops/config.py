@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from finops.budgets.settings import BudgetsConfig
 from finops.paths import config_path
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -72,6 +73,7 @@ class AzureSource(SourceBase):
     prefix: str = ""
     format: Literal["actual", "amortized", "focus"] = "amortized"
     agreement: Literal["ea", "mca", "auto"] = "auto"
+    currency: str | None = Field(default=None, description="only for EA 2019-10-01 files, which carry no currency column")
 
 
 class LambdaSource(SourceBase):
@@ -132,6 +134,9 @@ class FinOpsConfig(_Model):
     benchmarks: dict[str, Any] = {}
     allocation: dict[str, Any] = {}
     anomaly: dict[str, Any] = {}
+    # Validated here, with the file: a bad budget must fail when finops.yaml loads, not when
+    # the month's money is already spent (finops.budgets.settings).
+    budgets: BudgetsConfig = BudgetsConfig()
 
     def source(self, name: str) -> SourceBase:
         for s in self.sources.all():

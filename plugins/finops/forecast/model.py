@@ -174,7 +174,10 @@ def month_end(
         with np.errstate(invalid="ignore", divide="ignore"):  # credits can make a sum negative: no ratio
             err = np.log((actual + 0.01 * scale) / (fc + 0.01 * scale))  # bounded for zero spend
         err = np.where((fc <= _EPS) & (actual <= _EPS), 0.0, err)
-        valid = np.isfinite(err)
+        # a series' life starts with its first spend: replays whose level window reaches back
+        # before it measure a launch from zero, not this series' error
+        born = np.where((x != 0).any(axis=1), np.argmax(x != 0, axis=1), t)
+        valid = np.isfinite(err) & (origins[None, :] >= born[:, None] + level_days - 1)
         replays = valid.sum(axis=1)
         err = np.where(valid, err, np.nan)
         pooled = _row_quantiles(err.reshape(1, -1), qs)[0] if valid.any() else np.zeros(4)
