@@ -132,7 +132,7 @@ def test_parquet_export_with_a_typed_date_column(tmp_path, finops_home):
 def test_wrong_headers_named(tmp_path, finops_home):
     path = tmp_path / "x.csv"
     path.write_text("Foo,Bar,Cost\n1,2,3\n")
-    with pytest.raises(ConversionError, match="missing column.*charge_type"):
+    with pytest.raises(ConversionError, match="missing column.*date"):
         convert(AMORTIZED, [path], provider="azure", period="2026-10", tmp=tmp_path)
 
 

@@ -57,10 +57,14 @@ class ExportRun:
 
 
 def converter_for(src: AzureSource) -> Any:
-    from finops.focus.azure_cost import ACTUAL, AMORTIZED
-    from finops.focus.azure_focus import CONVERTER as FOCUS
+    """The source's converter: its export format, and its configured agreement (and currency, for
+    the one schema without a currency column) -- they decide billing account and invoice id."""
+    from finops.focus.azure_cost import AzureCostConverter
+    from finops.focus.azure_focus import AzureFocusConverter
 
-    return {"actual": ACTUAL, "amortized": AMORTIZED, "focus": FOCUS}[src.format]
+    if src.format == "focus":
+        return AzureFocusConverter(agreement=src.agreement)
+    return AzureCostConverter(src.format, agreement=src.agreement, currency=src.currency)
 
 
 def period_folder(root: str, period: str) -> str:
@@ -75,11 +79,15 @@ def list_runs(blobs: list[tuple[str, str, datetime]], folder: str) -> list[Expor
     """Group (name, etag, last_modified) listings under a period folder into export runs (pure)."""
     runs: dict[str, ExportRun] = {}
     for name, etag, modified in blobs:
-        rel = name[len(folder):]
+        rel = name[len(folder) :]
         parts = rel.split("/")
         run_key = parts[0] if len(parts) > 1 else ""  # "" = older export without run folder
-        run = runs.setdefault(run_key, ExportRun(folder=folder + (run_key + "/" if run_key else ""),
-                                                 run_id=run_key or "-", submitted=""))
+        run = runs.setdefault(
+            run_key,
+            ExportRun(
+                folder=folder + (run_key + "/" if run_key else ""), run_id=run_key or "-", submitted=""
+            ),
+        )
         stamp = modified.strftime("%Y-%m-%dT%H:%M:%S.%f")
         run.submitted = max(run.submitted, stamp)
         if name.endswith("manifest.json"):
@@ -120,27 +128,50 @@ def plan_batches(src: AzureSource, billing_period: str, *, record: bool = True) 
         mkey = next((k for k in run.etags if k.endswith("manifest.json")), None)
         if mkey:
             _apply_manifest(run, json.loads(container.download_blob(mkey).readall()))
-    complete = [r for r in runs if r.run_id == "-" or r.manifest is not None]  # "-": older layout, no manifests
+    complete = [
+        r for r in runs if r.run_id == "-" or r.manifest is not None
+    ]  # "-": older layout, no manifests
     for r in runs:
         if r.run_id != "-" and r.manifest is None:
-            log.warning("%s %s: export run %s has no manifest yet (still being written); skipped",
-                        src.name, billing_period, r.folder)
+            log.warning(
+                "%s %s: export run %s has no manifest yet (still being written); skipped",
+                src.name,
+                billing_period,
+                r.folder,
+            )
     run = newest_run(complete)
     if run is None or not run.blobs:
         log.info("%s %s: no export run under %s/%s", src.name, billing_period, src.container, folder)
         return []
     if run.manifest is not None and int(run.manifest.get("dataRowCount", 1) or 0) == 0:
-        log.warning("%s %s: newest export run %s reports 0 rows; nothing loaded", src.name, billing_period, run.run_id)
+        log.warning(
+            "%s %s: newest export run %s reports 0 rows; nothing loaded", src.name, billing_period, run.run_id
+        )
         return []
     digest = hashlib.sha256(
         json.dumps(sorted((b, run.etags.get(b, "")) for b in run.blobs)).encode()
     ).hexdigest()[:16]
     target = subdir("raw") / "azure" / src.name / billing_period / f"{run.run_id}-{digest}"
     files = [_download(container, b, target) for b in sorted(run.blobs)]
-    log.info("%s %s: newest of %d run(s) is %s (%d file(s))", src.name, billing_period, len(runs), run.folder, len(files))
-    return [RawBatch(source=src.name, provider="azure", billing_period=billing_period, files=files,
-                     fingerprint=f"{run.folder}:{digest}", manifest_key=run.folder + "manifest.json" if run.manifest else None,
-                     assembly_id=run.run_id)]
+    log.info(
+        "%s %s: newest of %d run(s) is %s (%d file(s))",
+        src.name,
+        billing_period,
+        len(runs),
+        run.folder,
+        len(files),
+    )
+    return [
+        RawBatch(
+            source=src.name,
+            provider="azure",
+            billing_period=billing_period,
+            files=files,
+            fingerprint=f"{run.folder}:{digest}",
+            manifest_key=run.folder + "manifest.json" if run.manifest else None,
+            assembly_id=run.run_id,
+        )
+    ]
 
 
 def _download(container: Any, blob: str, target: Path) -> Path:
