@@ -73,6 +73,7 @@ class AzureSource(SourceBase):
     prefix: str = ""
     format: Literal["actual", "amortized", "focus"] = "amortized"
     agreement: Literal["ea", "mca", "auto"] = "auto"
+    currency: str | None = Field(default=None, description="only for EA 2019-10-01 files, which carry no currency column")
 
 
 class LambdaSource(SourceBase):
