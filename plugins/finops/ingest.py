@@ -24,7 +24,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -76,16 +76,57 @@ class ConvertContext:
     # Filled by the spine after reading the raw schema: column name -> DuckDB type.
     # Converters use it to tolerate optional columns an export left out.
     raw_columns: Mapping[str, str] = field(default_factory=dict)
+    # Filled by the spine: the variant the converter detected (Converter.variant), and the
+    # converter's SELECT over the raw view (what the spine's own counts re-read when needed).
+    variant: str | None = None
+    converted_sql: str = ""
+
+
+@dataclass
+class LoadNotes:
+    """What a load says about the delivery besides its totals, for load_log and the warning:
+    the detected variant, the rows per FOCUS column filled in because the export lacks it,
+    and the unit values outside FOCUS UnitFormat (kept as sent: never a reason to quarantine)."""
+
+    variant: str | None = None
+    derived: dict[str, int] = field(default_factory=dict)
+    unknown_units: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def apply(self, entry: LoadLogEntry) -> None:
+        entry.variant = self.variant
+        entry.derived_columns = dict(self.derived) or None
+        entry.unknown_units = dict(self.unknown_units) or None
+
+    def describe(self) -> str:
+        """e.g. "derived: ServiceSubcategory 120 rows; unknown units kept: PricingUnit '10K' 3 rows"."""
+        parts = []
+        if self.derived:
+            parts.append("derived: " + ", ".join(f"{c} {_rows(n)}" for c, n in sorted(self.derived.items())))
+        if self.unknown_units:
+            units = [
+                f"{col} {u!r} {_rows(n)}"
+                for col, by in sorted(self.unknown_units.items())
+                for u, n in by.items()
+            ]
+            parts.append("unknown units kept (not FOCUS UnitFormat): " + ", ".join(units))
+        return "; ".join(parts)
 
 
 @runtime_checkable
 class Converter(Protocol):
     """One per provider format; pure (only DuckDB SQL text), lives in finops/focus/.
 
-    Optional extras the spine honours when present:
+    Optional extras the spine honours when present (read with getattr: a converter without
+    them still works):
     - `required_raw_columns: tuple[str, ...]` checked before conversion (clear error);
     - `normalize_sql(raw, columns) -> str`: a SELECT over `raw` renaming / typing columns
-      (legacy CUR -> CUR 2.0 names); its result is what focus_sql and the total see.
+      (legacy CUR -> CUR 2.0 names); its result is what focus_sql and the total see;
+    - `variant(columns: Sequence[str]) -> str`: the export variant detected from the column
+      names AS DELIVERED (before normalize_sql), e.g. "EA (Cost, BillingCurrency)"; stored in
+      load_log.variant, said in the load's log line and in a quarantine report;
+    - `derived_counts_sql(raw) -> str`: a DuckDB query over the (normalised) raw view yielding
+      rows (column VARCHAR, rows BIGINT): how many rows got a FOCUS column the export lacks
+      filled in; stored in load_log.derived_columns and said in the load's warning.
     """
 
     name: str
@@ -119,8 +160,10 @@ def _check_interrupted(e: BaseException) -> None:
     if isinstance(e, LoadInterrupted):
         raise e
     if type(e) is RuntimeError and str(e) == "Query interrupted":
-        raise LoadInterrupted("stopped while DuckDB ran a query (the task's execution_timeout?): "
-                              "nothing loaded, the partition is as it was") from e
+        raise LoadInterrupted(
+            "stopped while DuckDB ran a query (the task's execution_timeout?): "
+            "nothing loaded, the partition is as it was"
+        ) from e
 
 
 # --------------------------------------------------------------------------- SQL text helpers
@@ -155,6 +198,7 @@ class StagingResult:
     focus_effective_total: Decimal
     currencies: list[str]
     raw_by_currency: dict[str | None, Decimal] = field(default_factory=dict)
+    notes: LoadNotes = field(default_factory=LoadNotes)
 
 
 def _engine(tmp: Path) -> duckdb.DuckDBPyConnection:
@@ -173,18 +217,44 @@ def _engine(tmp: Path) -> duckdb.DuckDBPyConnection:
 
 
 def _canonical_select(inner: str) -> str:
-    """Cast the converter's output to the canonical FOCUS types, in schema order."""
-    cols = ",\n  ".join(f"CAST({sql_ident(c.snake)} AS {STAGING_TYPES[c.kind]}) AS {sql_ident(c.snake)}" for c in COLUMNS)
+    """Cast the converter's output to the canonical FOCUS types, in schema order. Key-value
+    columns (Tags, SkuPriceDetails) get nested object / array values stringified: FOCUS allows
+    only flat values there, and a real export carrying one must load, not be quarantined."""
+    from finops.focus.projection import flat_key_value_sql
+
+    def expr(c: Any) -> str:
+        cast = f"CAST({sql_ident(c.snake)} AS {STAGING_TYPES[c.kind]})"
+        return flat_key_value_sql(cast) if c.kind is Kind.JSON else cast
+
+    cols = ",\n  ".join(f"{expr(c)} AS {sql_ident(c.snake)}" for c in COLUMNS)
     return f"SELECT\n  {cols}\nFROM (\n{inner}\n) AS focus_out"
 
 
-def _raw_views(con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Converter, ctx: ConvertContext) -> None:
+def _detect_variant(converter: Converter, columns: Sequence[str]) -> str | None:
+    """Converter.variant(columns), or None. A detector that fails names no variant: the load
+    itself goes on (what it can convert is judged by the conversion and the checks)."""
+    detect = getattr(converter, "variant", None)
+    if detect is None:
+        return None
+    try:
+        name = detect(list(columns))
+    except Exception as e:  # noqa: BLE001 - an optional label must not fail a load
+        log.warning("%s: variant detection failed: %s", getattr(converter, "name", converter), _short(e, 300))
+        return None
+    return str(name)[:200] if name else None
+
+
+def _raw_views(
+    con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Converter, ctx: ConvertContext
+) -> None:
     """Temp views `finops_raw_src` (the files as read) and `finops_raw` (normalised) on `con`;
-    fills ctx.raw_columns. ConversionError for unreadable files or missing required columns."""
+    fills ctx.raw_columns and ctx.variant. ConversionError for unreadable files or missing
+    required columns."""
     files = [str(p) for p in batch.files]
     try:
         con.execute(f"CREATE OR REPLACE TEMP VIEW finops_raw_src AS {converter.reader_sql(files)}")
         cols = {r[0]: r[1] for r in con.execute("DESCRIBE finops_raw_src").fetchall()}
+        ctx.variant = _detect_variant(converter, list(cols))
         normalize = getattr(converter, "normalize_sql", None)
         if normalize is not None:
             con.execute(f"CREATE OR REPLACE TEMP VIEW finops_raw AS {normalize('finops_raw_src', cols)}")
@@ -200,11 +270,108 @@ def _raw_views(con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Conve
     ctx.raw_columns = cols
 
 
-def focus_select(con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Converter, ctx: ConvertContext) -> str:
+def focus_select(
+    con: duckdb.DuckDBPyConnection, batch: RawBatch, converter: Converter, ctx: ConvertContext
+) -> str:
     """Temp views over the raw files on `con`, and the SELECT mapping them to canonical FOCUS rows:
     what both loads write, and what bench/ingest.py times alone. ConversionError for bad input."""
     _raw_views(con, batch, converter, ctx)
-    return _canonical_select(converter.focus_sql("finops_raw", ctx))
+    ctx.converted_sql = converter.focus_sql("finops_raw", ctx)
+    return _canonical_select(ctx.converted_sql)
+
+
+# --------------------------------------------------------------------------- what a load notes
+UNIT_COLUMNS = {
+    "pricing_unit": "PricingUnit",
+    "consumed_unit": "ConsumedUnit",
+    "commitment_discount_unit": "CommitmentDiscountUnit",
+}
+KEY_VALUE_COLUMNS = {c.snake: c.name for c in COLUMNS if c.kind is Kind.JSON}
+_STRINGIFIED = r':\s*"[\[{]'  # a string value that starts like JSON: what stringifying writes
+_MAX_UNITS = 50  # distinct unknown units kept per column: load_log stays small whatever arrives
+
+
+def derived_counts(con: duckdb.DuckDBPyConnection, converter: Converter) -> dict[str, int]:
+    """Converter.derived_counts_sql over `finops_raw`: {FOCUS column: rows filled in}. A failing
+    count is logged, not raised: it describes the load, it does not judge it."""
+    sql_of = getattr(converter, "derived_counts_sql", None)
+    if sql_of is None:
+        return {}
+    try:
+        rows = con.execute(sql_of("finops_raw")).fetchall()
+    except Exception as e:  # noqa: BLE001 - see docstring
+        _check_interrupted(e)
+        log.warning(
+            "%s: derived-column count failed: %s", getattr(converter, "name", converter), _short(e, 300)
+        )
+        return {}
+    out: dict[str, int] = {}
+    for column, n in rows:
+        if column is not None and n:
+            out[str(column)] = out.get(str(column), 0) + int(n)
+    return out
+
+
+def nested_key_value_counts(
+    con: duckdb.DuckDBPyConnection, relation: str, converted_sql: str
+) -> dict[str, int]:
+    """Rows whose Tags / SkuPriceDetails held nested objects or arrays, which the canonical
+    select stringified. A stringified value reads `:"{` or `:"[` in the output, so that probe
+    on `relation` (the rows written) decides whether the converter's SELECT is read again to
+    count exactly; a month without such values costs one cheap pass."""
+    from finops.focus.projection import nested_key_value_sql
+
+    probes = ", ".join(
+        f"count(*) FILTER (WHERE regexp_matches(CAST({c} AS VARCHAR), {sql_literal(_STRINGIFIED)}))"
+        for c in KEY_VALUE_COLUMNS
+    )
+    hit = con.execute(f"SELECT {probes} FROM {relation}").fetchone() or ()
+    cols = [c for c, n in zip(KEY_VALUE_COLUMNS, hit, strict=True) if n]
+    if not cols or not converted_sql:
+        return {}
+    exact = ", ".join(
+        f"count(*) FILTER (WHERE {nested_key_value_sql(f'CAST({sql_ident(c)} AS VARCHAR)')})" for c in cols
+    )
+    counts = con.execute(f"SELECT {exact} FROM ({converted_sql}) AS focus_out").fetchone() or ()
+    return {
+        f"{KEY_VALUE_COLUMNS[c]} (nested values stringified)": int(n)
+        for c, n in zip(cols, counts, strict=True)
+        if n
+    }
+
+
+def unknown_units(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, dict[str, int]]:
+    """{FOCUS column: {unit: rows}} for unit values outside FOCUS UnitFormat. One grouped pass
+    (a month holds a few dozen distinct units), then the very regex the validator applies
+    (finops.focus.units), in Python, on the distinct values only."""
+    from finops.focus.units import is_focus_unit
+
+    cols = list(UNIT_COLUMNS)
+    rows = con.execute(f"SELECT {', '.join(cols)}, count(*) FROM {relation} GROUP BY ALL").fetchall()
+    out: dict[str, dict[str, int]] = {}
+    for *units, n in rows:
+        for col, unit in zip(cols, units, strict=True):
+            if unit is None or is_focus_unit(unit):
+                continue
+            by = out.setdefault(UNIT_COLUMNS[col], {})
+            if unit in by or len(by) < _MAX_UNITS:
+                by[unit] = by.get(unit, 0) + int(n)
+    return {col: dict(sorted(by.items(), key=lambda kv: (-kv[1], kv[0]))) for col, by in out.items()}
+
+
+def load_notes(
+    con: duckdb.DuckDBPyConnection,
+    converter: Converter,
+    ctx: ConvertContext,
+    relation: str,
+    derived: dict[str, int] | None = None,
+) -> LoadNotes:
+    """The notes of one converted delivery: `relation` holds its FOCUS rows, `finops_raw` its raw
+    rows (both on `con`). `derived`: the converter's counts when already taken (the direct load
+    takes them before its transaction: a failing query would abort the transaction)."""
+    derived = dict(derived) if derived is not None else derived_counts(con, converter)
+    derived.update(nested_key_value_counts(con, relation, ctx.converted_sql))
+    return LoadNotes(variant=ctx.variant, derived=derived, unknown_units=unknown_units(con, relation))
 
 
 def _drop_views(con: duckdb.DuckDBPyConnection) -> None:
@@ -240,6 +407,7 @@ def convert_to_staging(
                 "list(DISTINCT billing_currency) FROM read_parquet(?)",
                 [str(staging_file)],
             ).fetchone()
+            notes = load_notes(con, converter, ctx, f"read_parquet({sql_literal(str(staging_file))})")
         except Exception as e:  # noqa: BLE001
             _check_interrupted(e)
             raise ConversionError(f"conversion failed: {_short(e)}") from e
@@ -252,6 +420,7 @@ def convert_to_staging(
             focus_effective_total=Decimal(stats[2]),
             currencies=sorted(c for c in (stats[3] or []) if c is not None),
             raw_by_currency=raw_by_currency,
+            notes=notes,
         )
     finally:
         con.close()
@@ -270,6 +439,10 @@ def _safe(part: str) -> str:
     """A path component that cannot climb out of its folder."""
     cleaned = re.sub(r"[^A-Za-z0-9._=-]+", "_", part).strip(".")
     return cleaned or "_"
+
+
+def _rows(n: int) -> str:
+    return "1 row" if n == 1 else f"{n} rows"
 
 
 def _short(e: BaseException, limit: int = 600) -> str:
@@ -293,7 +466,9 @@ def check_staging(batch: RawBatch, result: StagingResult) -> tuple[Any, list[str
     return report, [*report.failures, *_exact_mismatch(result.focus_billed_total, result.raw_billed_total)]
 
 
-def _by_currency(stats: Mapping[str, Any], raw_by_currency: Mapping[str | None, Decimal]) -> dict[str, dict[str, str]]:
+def _by_currency(
+    stats: Mapping[str, Any], raw_by_currency: Mapping[str | None, Decimal]
+) -> dict[str, dict[str, str]]:
     """load_log.billed_by_currency: {currency: {"billed": FOCUS total, "raw": export total}} as
     exact decimal text; the scalar totals beside it add currencies up when a delivery mixes them."""
     from finops.quality.reconciliation import currencies_of
@@ -322,10 +497,23 @@ def _record_failed(wh: Warehouse, entry: LoadLogEntry, e: BaseException) -> None
         log.exception("could not record failed load")
 
 
-def _log_loaded(entry: LoadLogEntry) -> None:
-    log.info(
-        "%s %s: loaded %d rows, billed %s %s (%s); %s",
-        entry.source, entry.billing_period, entry.row_count, entry.focus_billed_total, entry.currency, entry.load_id,
+def _log_loaded(entry: LoadLogEntry, notes: LoadNotes | None = None) -> None:
+    """The load's log line; a WARNING when the spine filled columns in or kept unknown units,
+    so a reader of the task log sees what the warehouse holds that the export did not say."""
+    said = notes.describe() if notes is not None else ""
+    level = logging.WARNING if said else logging.INFO
+    variant = f", variant {entry.variant}" if entry.variant else ""
+    log.log(
+        level,
+        "%s %s: loaded %d rows, billed %s %s (%s%s)%s; %s",
+        entry.source,
+        entry.billing_period,
+        entry.row_count,
+        entry.focus_billed_total,
+        entry.currency,
+        entry.load_id,
+        variant,
+        f"; {said}" if said else "",
         ", ".join(f"{k} {v:.1f}" for k, v in entry.timings.items()),
     )
 
@@ -348,9 +536,11 @@ def _partition_has_rows(wh: Warehouse, source: str, period: str) -> bool:
 
 
 def _empty_refusal(batch: RawBatch) -> str:
-    return (f"delivery holds no rows, but {batch.source} {batch.billing_period} is already loaded: an empty "
-            "delivery never replaces a loaded month (a truncated re-delivery would erase it); the month is kept "
-            "as it was. If the month really is empty now, delete its rows from focus_costs and re-run")
+    return (
+        f"delivery holds no rows, but {batch.source} {batch.billing_period} is already loaded: an empty "
+        "delivery never replaces a loaded month (a truncated re-delivery would erase it); the month is kept "
+        "as it was. If the month really is empty now, delete its rows from focus_costs and re-run"
+    )
 
 
 def load_batch(
@@ -394,8 +584,10 @@ def load_batch(
         run_id=run_id,
         currency=batch.currency_hint,
     )
-    if not force and _latest_loaded_id(wh, batch.source, batch.billing_period) == load_id and _partition_has_rows(
-        wh, batch.source, batch.billing_period
+    if (
+        not force
+        and _latest_loaded_id(wh, batch.source, batch.billing_period) == load_id
+        and _partition_has_rows(wh, batch.source, batch.billing_period)
     ):
         entry.status = "unchanged"
         entry.message = "delivery already loaded (same fingerprint); skipped"
@@ -417,12 +609,15 @@ def load_batch(
             return done
     elif direct:
         raise ValueError(f"a {wh.dialect} warehouse cannot load directly; use direct=None")
-    staging_file = subdir("staging") / _safe(batch.source) / _safe(batch.billing_period) / f"{_safe(load_id)}.parquet"
+    staging_file = (
+        subdir("staging") / _safe(batch.source) / _safe(batch.billing_period) / f"{_safe(load_id)}.parquet"
+    )
     t = time.perf_counter()
     try:
         try:
             result = convert_to_staging(batch, converter, ctx, staging_file)
         except ConversionError as e:
+            entry.variant = ctx.variant
             return _quarantine(wh, batch, entry, error=str(e))
         entry.timings["convert_s"] = time.perf_counter() - t
         entry.row_count = result.row_count
@@ -430,6 +625,7 @@ def load_batch(
         entry.focus_billed_total = result.focus_billed_total
         entry.focus_effective_total = result.focus_effective_total
         entry.currency = ",".join(result.currencies) or batch.currency_hint
+        result.notes.apply(entry)
         if result.row_count == 0 and _partition_has_rows(wh, batch.source, batch.billing_period):
             return _quarantine(wh, batch, entry, error=_empty_refusal(batch))
 
@@ -441,7 +637,9 @@ def load_batch(
         entry.timings["validate_s"] = time.perf_counter() - t - entry.timings["convert_s"]
         entry.billed_by_currency = _by_currency(report.stats, result.raw_by_currency)
         if not report.success or failures:
-            return _quarantine(wh, batch, entry, report=report, error="; ".join(failures) or "validation failed")
+            return _quarantine(
+                wh, batch, entry, report=report, error="; ".join(failures) or "validation failed"
+            )
 
         partition = {"x_source": batch.source, "x_billing_period": batch.billing_period}
         try:
@@ -452,8 +650,10 @@ def load_batch(
             _record_failed(wh, entry, e)
             raise
         entry.timings["total_s"] = time.perf_counter() - t
-        entry.timings["load_s"] = entry.timings["total_s"] - entry.timings["convert_s"] - entry.timings["validate_s"]
-        _log_loaded(entry)
+        entry.timings["load_s"] = (
+            entry.timings["total_s"] - entry.timings["convert_s"] - entry.timings["validate_s"]
+        )
+        _log_loaded(entry, result.notes)
         if after_load is not None:
             after_load([staging_file])
         return entry
@@ -490,9 +690,14 @@ def _load_direct(
                 f"WHERE x_source = {sql_literal(batch.source)} AND x_billing_period = {sql_literal(batch.billing_period)}"
             )
             report = validate_relation(
-                con, "finops_batch", source=batch.source, billing_period=batch.billing_period,
-                raw_billed_total=raw_total, raw_by_currency=raw_by_currency,
+                con,
+                "finops_batch",
+                source=batch.source,
+                billing_period=batch.billing_period,
+                raw_billed_total=raw_total,
+                raw_by_currency=raw_by_currency,
             )
+            notes = load_notes(con, converter, ctx, "finops_batch", derived=derived)
         except Exception as e:  # noqa: BLE001 - a validator crash must not load unvalidated data
             _check_interrupted(e)  # rolls the transaction back and fails the load
             verdict["error"] = f"validation could not run: {_short(e)}"
@@ -502,8 +707,12 @@ def _load_direct(
         entry.raw_billed_total = raw_total
         entry.focus_billed_total = st.get("focus_billed_total")
         entry.focus_effective_total = st.get("focus_effective_total")
-        entry.currency = ",".join(sorted(c for c in st.get("currencies", {}) if c != "None")) or batch.currency_hint
+        entry.currency = (
+            ",".join(sorted(c for c in st.get("currencies", {}) if c != "None")) or batch.currency_hint
+        )
         entry.billed_by_currency = _by_currency(st, raw_by_currency)
+        notes.apply(entry)
+        verdict["notes"] = notes
         failures = [*report.failures, *_exact_mismatch(entry.focus_billed_total, raw_total)]
         if entry.row_count == 0 and loaded_before:
             failures.append(_empty_refusal(batch))
@@ -516,17 +725,26 @@ def _load_direct(
         try:
             sql = focus_select(con, batch, converter, ctx)
         except ConversionError as e:
+            entry.variant = ctx.variant
             return _quarantine(wh, batch, entry, error=str(e))
+        entry.variant = ctx.variant
+        derived = derived_counts(con, converter)  # outside the transaction: see load_notes
         partition = {"x_source": batch.source, "x_billing_period": batch.billing_period}
         try:
             inserted = wh.replace_partition_select(
-                FOCUS_TABLE, partition, sql, check=check, log=entry,
+                FOCUS_TABLE,
+                partition,
+                sql,
+                check=check,
+                log=entry,
                 progress=f"{batch.source} {batch.billing_period}: converting + loading into {FOCUS_TABLE}",
             )
         except InsertRefused as e:
             log.warning(
                 "%s %s: direct load refused (%s); re-running through staging for the full report",
-                batch.source, batch.billing_period, _short(e, 300),
+                batch.source,
+                batch.billing_period,
+                _short(e, 300),
             )
             return None
         except Exception as e:
@@ -543,16 +761,20 @@ def _load_direct(
         report = verdict.get("report")
         error = verdict.get("error") or "; ".join(verdict.get("failures") or []) or "validation failed"
         return _quarantine(wh, batch, entry, report=report, error=error)
-    _log_loaded(entry)
+    _log_loaded(entry, verdict.get("notes"))
     return entry
 
 
 def _quarantine(
     wh: Warehouse, batch: RawBatch, entry: LoadLogEntry, *, error: str, report: Any = None
 ) -> LoadLogEntry:
+    """Keep the delivery's files with a report a person can act on (quarantine-report.md: cause,
+    variant, failing column / rule, rows, examples, what to do), log it (load_log.message and
+    .quarantine_summary) and alert; the partition is untouched."""
     from finops.alerts.events import AlertEvent, emit
-    from finops.quality import quarantine_batch
+    from finops.quality import diagnose, quarantine_batch
 
+    diagnosis = diagnose(error, report)
     qpath = quarantine_batch(
         source=batch.source,
         billing_period=batch.billing_period,
@@ -560,21 +782,27 @@ def _quarantine(
         raw_files=list(batch.files),
         report=report,
         error=error,
+        diagnosis=diagnosis,
+        provider=batch.provider,
+        variant=entry.variant,
     )
     entry.status = "quarantined"
     entry.message = error[:4000]
     entry.quarantine_path = str(qpath)
+    entry.quarantine_summary = diagnosis.summary()
     wh.append_log(entry)
     emit(
         AlertEvent(
             kind="validation_failed",
             title=f"Billing batch quarantined: {batch.source} {batch.billing_period}",
             severity="critical",
-            summary=error[:1000],
+            summary=diagnosis.text()[:1500],
             facts={
                 "source": batch.source,
                 "provider": batch.provider,
                 "billing_period": batch.billing_period,
+                "variant": entry.variant,
+                "cause": diagnosis.cause,
                 "load_id": entry.load_id,
                 "manifest_key": batch.manifest_key,
                 "assembly_id": batch.assembly_id,
@@ -583,5 +811,13 @@ def _quarantine(
             dedup_key=f"ingest:{batch.source}:{batch.billing_period}",
         )
     )
-    log.error("%s %s: quarantined (%s): %s", batch.source, batch.billing_period, entry.load_id, error)
+    log.error(
+        "%s %s: quarantined (%s): %s -- %s; report %s",
+        batch.source,
+        batch.billing_period,
+        entry.load_id,
+        diagnosis.headline,
+        error,
+        diagnosis.report_path,
+    )
     return entry

@@ -73,7 +73,9 @@ def raw_totals_by_currency(raw: str, currency_sql: str, billed_sql: str) -> str:
     """A converter's `raw_billed_totals_sql`: (currency, exact billed total) per currency of the
     raw export. `currency_sql` must be the very expression its focus_sql maps BillingCurrency
     from, so each currency reconciles on its own: a total that adds EUR to USD proves nothing."""
-    return f"SELECT {currency_sql} AS currency, COALESCE(SUM({billed_sql}), 0) AS billed FROM {raw} GROUP BY 1"
+    return (
+        f"SELECT {currency_sql} AS currency, COALESCE(SUM({billed_sql}), 0) AS billed FROM {raw} GROUP BY 1"
+    )
 
 
 def other_subcategory_sql(category_sql: str) -> str:
@@ -83,3 +85,30 @@ def other_subcategory_sql(category_sql: str) -> str:
     (FOCUS 1.0), whose rows would otherwise leave the column null, which the spec forbids."""
     whens = " ".join(f"WHEN {lit(c)} THEN {lit(f'Other ({c})')}" for c in SERVICE_CATEGORIES)
     return f"CASE {category_sql} {whens} ELSE 'Other (Other)' END"
+
+
+def nested_key_value_sql(expr: str) -> str:
+    """TRUE where `expr` (JSON text) is an object holding an object or array as a value.
+
+    FOCUS KeyValueFormat (Tags, SkuPriceDetails) allows string, number, boolean and null values
+    only. The cheap text test first ('[' anywhere, or a second '{'), so a flat object, which is
+    nearly every row, is never parsed; chr() instead of brace literals keeps the text usable in
+    Great Expectations' query templates, where braces are placeholders."""
+    open_brace = "chr(123)"
+    return (
+        f"CASE WHEN {expr} IS NULL OR NOT (contains({expr}, '[') OR strpos(substr({expr}, 2), {open_brace}) > 0) "
+        f"THEN false WHEN json_valid({expr}) THEN json_type({expr}) = 'OBJECT' "
+        f"AND list_has_any(json_type({expr}, '$.*'), ['OBJECT', 'ARRAY']) ELSE false END"
+    )
+
+
+def flat_key_value_sql(expr: str) -> str:
+    """`expr` with every nested object / array value replaced by its JSON text, as a string.
+
+    Why stringify rather than reject: a provider that nests a value in a tag is still a real
+    export; the value is kept whole (as JSON text) and the spine counts the rows it rewrote. An
+    object it cannot rebuild (duplicate keys) stays as it was and validation names it."""
+    entries = f"map_entries(json_transform({expr}, '\"MAP(VARCHAR, JSON)\"'))"
+    value = "CASE WHEN json_type(e.value) IN ('OBJECT', 'ARRAY') THEN to_json(CAST(e.value AS VARCHAR)) ELSE e.value END"
+    rebuilt = f"CAST(to_json(map_from_entries(list_transform({entries}, lambda e: struct_pack(key := e.key, value := {value})))) AS VARCHAR)"
+    return f"CASE WHEN {nested_key_value_sql(expr)} THEN coalesce(try({rebuilt}), {expr}) ELSE {expr} END"

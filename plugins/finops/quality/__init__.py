@@ -19,6 +19,7 @@ _EXPORTS = {
     "validate_relation": "finops.quality.validate",
     "quarantine_batch": "finops.quality.quarantine",
     "quarantine_dir": "finops.quality.quarantine",
+    "diagnose": "finops.quality.quarantine_report",
     "reconcile": "finops.quality.reconciliation",
     "build_rules": "finops.quality.rules",
     "Rule": "finops.quality.rules",

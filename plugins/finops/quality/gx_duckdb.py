@@ -60,7 +60,9 @@ class ReadOnlyDuckDBDialect(duckdb_engine.Dialect):
         and reads the columns from `SELECT * ... LIMIT 1` instead, which works everywhere."""
         raise NoSuchTableError(table_name)
 
-    def get_pk_constraint(self, connection: Any, table_name: str, schema: str | None = None, **kw: Any) -> Any:
+    def get_pk_constraint(
+        self, connection: Any, table_name: str, schema: str | None = None, **kw: Any
+    ) -> Any:
         """No catalog query either: the inherited one compiles a PostgreSQL `unnest` construct
         that SQLAlchemy warns about in every task log, and validation needs no primary key."""
         return {"constrained_columns": [], "name": None}

@@ -33,7 +33,9 @@ def _context() -> Any:
     return ctx
 
 
-def run_suite(con: duckdb.DuckDBPyConnection, table: str, rules: list[Rule]) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
+def run_suite(
+    con: duckdb.DuckDBPyConnection, table: str, rules: list[Rule]
+) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
     """(GX result as JSON dict, [(failed rule, its SUMMARY result entry)]).
 
     GX runs on `con` itself (gx_duckdb.shared): it sees `con`'s temp views and the rows of
@@ -43,11 +45,15 @@ def run_suite(con: duckdb.DuckDBPyConnection, table: str, rules: list[Rule]) -> 
     ctx = _context()
     name = f"staging_{uuid.uuid4().hex[:8]}"
     with gd.shared(con) as engine_kwargs:
-        ds = ctx.data_sources.add_sql(name=name, connection_string=f"{gd.SCHEME}:///:memory:", kwargs=engine_kwargs)
+        ds = ctx.data_sources.add_sql(
+            name=name, connection_string=f"{gd.SCHEME}:///:memory:", kwargs=engine_kwargs
+        )
         return _validate(ds, table, rules)
 
 
-def _validate(ds: Any, table: str, rules: list[Rule]) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
+def _validate(
+    ds: Any, table: str, rules: list[Rule]
+) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
     try:
         batch = (
             ds.add_table_asset(name="focus", table_name=table)
@@ -114,6 +120,39 @@ def _exception(entry: dict[str, Any]) -> str | None:
         if isinstance(v, dict) and v.get("exception_message"):
             return str(v["exception_message"])
     return None
+
+
+def sample(values: list[Any], limit: int = 5) -> list[str]:
+    """Distinct example values, repr'd (control characters escaped) and cut to 80 characters:
+    safe to print in a report, a log line or an alert whatever the export held."""
+    seen: list[str] = []
+    for v in values:
+        s = repr(tuple(v) if isinstance(v, list) else v)
+        s = s if len(s) <= 80 else s[:77] + "..."
+        if s not in seen:
+            seen.append(s)
+        if len(seen) == limit:
+            break
+    return seen
+
+
+def failure_problem(rule: Rule, entry: dict[str, Any]) -> dict[str, Any]:
+    """The failure as data for a quarantine report: column, rule, rows failed, examples."""
+    res = entry.get("result") or {}
+    if rule.kind == "rows":
+        n = res.get("observed_value")
+        rows = (res.get("details") or {}).get("unexpected_rows") or [] if rule.show_values else []
+        examples = sample([_row_value(r, rule.needs) for r in rows])
+    else:
+        n = res.get("unexpected_count")
+        examples = [] if rule.kind == "not_null" else sample(res.get("partial_unexpected_list") or [])
+    return {
+        "column": rule.column,
+        "rule": rule.rule,
+        "rows": int(n) if isinstance(n, int | float) else None,
+        "examples": examples,
+        "message": failure_message(rule, entry),
+    }
 
 
 def failure_message(rule: Rule, entry: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """Quarantine: keep a failed batch's raw files and its validation report for a human.
 
 Layout: FINOPS_HOME/quarantine/<source>/<billing_period>/<load_id>/ holding the raw files
-(copied, never moved: the raw cache stays as it was), report.json and gx_result.json.
+(copied, never moved: the raw cache stays as it was), quarantine-report.md (for a person:
+cause, failing column / rule, rows, examples, what to do), report.json and gx_result.json.
 Append-only: a second quarantine of the same load never deletes or overwrites what is there;
 its files get a numeric suffix (report.1.json, ...), identical raw files are not copied twice.
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from finops.paths import subdir
+from finops.quality.quarantine_report import REPORT_NAME, Diagnosis, diagnose, render
 from finops.quality.report import ValidationReport, _jsonable
 from finops.quality.rules import check_period
 
@@ -58,8 +60,10 @@ def _free_name(folder: Path, name: str) -> Path:
     return p
 
 
-def _write_new(folder: Path, name: str, data: dict[str, Any]) -> Path:
-    text = json.dumps(data, indent=2, default=_jsonable, ensure_ascii=False)
+def _write_new(folder: Path, name: str, data: dict[str, Any] | str) -> Path:
+    text = (
+        data if isinstance(data, str) else json.dumps(data, indent=2, default=_jsonable, ensure_ascii=False)
+    )
     while True:
         p = _free_name(folder, name)
         try:
@@ -97,14 +101,33 @@ def quarantine_batch(
     raw_files: list[Path],
     report: ValidationReport | None = None,
     error: str | None = None,
+    diagnosis: Diagnosis | None = None,
+    provider: str | None = None,
+    variant: str | None = None,
 ) -> Path:
-    """Copy raw files + write report.json (and gx_result.json) under the quarantine dir; return it."""
+    """Copy raw files + write quarantine-report.md, report.json (and gx_result.json) under the
+    quarantine dir; return it. `diagnosis` defaults to `diagnose(error, report)`; its
+    `report_path` is set to the Markdown report written."""
     folder = quarantine_dir(source, billing_period, load_id)
     folder.mkdir(parents=True, exist_ok=True)
     files = [_copy_in(Path(f), folder) for f in raw_files]
+    diagnosis = diagnosis or diagnose(error or "validation failed", report)
+    now = datetime.now(UTC).isoformat()
     body = report.to_json_dict() if report is not None else None
     gx = body.pop("gx_result", None) if body else None
     gx_path = _write_new(folder, "gx_result.json", gx) if gx else None
+    md = render(
+        diagnosis,
+        source=source,
+        billing_period=billing_period,
+        load_id=load_id,
+        provider=provider,
+        variant=variant,
+        files=files,
+        quarantined_at=now,
+    )
+    md_path = _write_new(folder, REPORT_NAME, md)
+    diagnosis.report_path = str(md_path)
     _write_new(
         folder,
         "report.json",
@@ -112,8 +135,11 @@ def quarantine_batch(
             "source": source,
             "billing_period": billing_period,
             "load_id": load_id,
-            "quarantined_at": datetime.now(UTC).isoformat(),
+            "provider": provider,
+            "variant": variant,
+            "quarantined_at": now,
             "error": error,
+            "diagnosis": diagnosis.summary() | {"all_problems": diagnosis.problems},
             "files": files,
             "validation": body,
             "gx_result_file": gx_path.name if gx_path else None,

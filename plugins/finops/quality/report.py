@@ -15,6 +15,9 @@ class ValidationReport:
     failures: list[str]  # human-readable, one per failed rule, names the column and rule
     stats: dict[str, Any]  # row_count, focus_billed_total (Decimal), raw_billed_total, currencies ...
     gx_result: dict[str, Any] = field(default_factory=dict)  # GX validation result, JSON-serialisable
+    # the failures as data, one per failed rule: {"column", "rule", "rows", "examples", "message"}
+    # (rows None where a check counts no rows, e.g. reconciliation); what a quarantine report lists
+    problems: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json_dict(self) -> dict[str, Any]:
         """Plain JSON types; Decimals become strings so no cent is lost to float."""
@@ -23,6 +26,7 @@ class ValidationReport:
                 {
                     "success": self.success,
                     "failures": self.failures,
+                    "problems": self.problems,
                     "stats": self.stats,
                     "gx_result": self.gx_result,
                 },

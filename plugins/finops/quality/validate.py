@@ -28,7 +28,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 VIEW = "finops_staging"
 MONEY_COLUMNS = frozenset(
-    {"billed_cost", "effective_cost", "list_cost", "charge_period_start", "charge_period_end", "billing_currency"}
+    {
+        "billed_cost",
+        "effective_cost",
+        "list_cost",
+        "charge_period_start",
+        "charge_period_end",
+        "billing_currency",
+    }
 )
 
 
@@ -58,6 +65,12 @@ def _stats(con: duckdb.DuckDBPyConnection, relation: str) -> dict[str, Any]:
     }
 
 
+def _problem(message: str, rule: str = "schema") -> dict[str, Any]:
+    """A failure message that names its column before ':' as a report problem."""
+    column = message.split(":", 1)[0].strip("'\"") if ":" in message else None
+    return {"column": column, "rule": rule, "rows": None, "examples": [], "message": message}
+
+
 def validate_relation(
     con: duckdb.DuckDBPyConnection,
     relation: str,
@@ -80,24 +93,28 @@ def validate_relation(
     check_period(billing_period)
     to_cents(raw_billed_total)  # TypeError for float / str: money is Decimal end to end
     failures = list(failures or [])
+    problems = [_problem(f) for f in failures]  # the schema check's, named by column
     stats = {"raw_billed_total": raw_billed_total, **(stats or {})}
     money_ok = not set(bad_columns) & MONEY_COLUMNS
     if money_ok:
         stats.update(_stats(con, relation))
-        if (msg := reconcile(stats["focus_billed_total"], raw_billed_total)) is not None:
-            failures.append(msg)
+        recon = [m for m in [reconcile(stats["focus_billed_total"], raw_billed_total)] if m is not None]
         if raw_by_currency is not None:
-            failures += reconcile_by_currency(stats["billed_by_currency"], raw_by_currency)
+            recon += reconcile_by_currency(stats["billed_by_currency"], raw_by_currency)
+        failures += recon
+        problems += [_problem(m, rule="reconciliation") for m in recon]
     else:
         failures.append("billed_cost: reconciliation skipped: money / period columns unusable")
+        problems.append(_problem(failures[-1], rule="reconciliation"))
 
-    from finops.quality.gx_run import failure_message, run_suite
+    from finops.quality.gx_run import failure_message, failure_problem, run_suite
 
     rules = [r for r in build_rules(billing_period, source) if not set(r.needs) & set(bad_columns)]
     gx_result, failed = run_suite(con, relation, rules)
     failures += [failure_message(rule, entry) for rule, entry in failed]
+    problems += [failure_problem(rule, entry) for rule, entry in failed]
     stats["rules_checked"] = len(rules)
-    report = ValidationReport(not failures, failures, stats, gx_result)
+    report = ValidationReport(not failures, failures, stats, gx_result, problems)
     log.info("validated %s %s: %s, %d failures", source, billing_period, report.success, len(failures))
     return report
 

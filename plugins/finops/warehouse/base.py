@@ -56,6 +56,15 @@ class LoadLogEntry:
     # {currency: {"billed": FOCUS total, "raw": export total}} (decimal text); the scalar totals
     # above add the currencies of a mixed delivery together
     billed_by_currency: dict[str, dict[str, str]] | None = None
+    # the export variant the converter detected (Converter.variant), None when it cannot tell
+    variant: str | None = None
+    # {FOCUS column: rows} filled in because the export lacks it (Converter.derived_counts_sql,
+    # and the spine's own repairs such as nested tag values stringified)
+    derived_columns: dict[str, int] | None = None
+    # {FOCUS column: {unit: rows}} units outside FOCUS UnitFormat, kept as sent
+    unknown_units: dict[str, dict[str, int]] | None = None
+    # quarantined loads: {"cause", "column", "rule", "rows", "examples", "action", "report"}
+    quarantine_summary: dict[str, Any] | None = None
     message: str | None = None
     quarantine_path: str | None = None
     run_id: str | None = None
@@ -68,7 +77,8 @@ class LoadLogEntry:
         d = asdict(self)
         d.pop("timings")
         d["files"] = json.dumps(self.files)
-        d["billed_by_currency"] = None if self.billed_by_currency is None else json.dumps(self.billed_by_currency)
+        for key in ("billed_by_currency", "derived_columns", "unknown_units", "quarantine_summary"):
+            d[key] = None if d[key] is None else json.dumps(d[key], default=str)
         d["file_count"] = len(self.files)
         if d["finished_at"] is None:
             d["finished_at"] = datetime.now(UTC).replace(tzinfo=None)
@@ -76,10 +86,30 @@ class LoadLogEntry:
 
 
 LOAD_LOG_COLUMNS = (
-    "load_id", "source", "provider", "billing_period", "status", "manifest_key", "assembly_id",
-    "files", "file_count", "row_count", "raw_billed_total", "focus_billed_total",
-    "focus_effective_total", "currency", "billed_by_currency", "message", "quarantine_path", "run_id",
-    "started_at", "finished_at",
+    "load_id",
+    "source",
+    "provider",
+    "billing_period",
+    "status",
+    "manifest_key",
+    "assembly_id",
+    "files",
+    "file_count",
+    "row_count",
+    "raw_billed_total",
+    "focus_billed_total",
+    "focus_effective_total",
+    "currency",
+    "billed_by_currency",
+    "variant",
+    "derived_columns",
+    "unknown_units",
+    "quarantine_summary",
+    "message",
+    "quarantine_path",
+    "run_id",
+    "started_at",
+    "finished_at",
 )
 
 
@@ -97,7 +127,11 @@ class Warehouse(Protocol):
     def query_arrow(self, sql: str, params: Sequence[Any] = ()) -> pa.Table: ...
 
     def replace_partition(
-        self, table: str, partition: dict[str, Any], parquet_files: Sequence[Path], log: LoadLogEntry | None = None
+        self,
+        table: str,
+        partition: dict[str, Any],
+        parquet_files: Sequence[Path],
+        log: LoadLogEntry | None = None,
     ) -> int:
         """In ONE transaction: delete rows matching `partition`, insert the parquet rows
         (columns matched by name), append `log` to load_log. Returns rows inserted.
