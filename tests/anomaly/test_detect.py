@@ -29,7 +29,7 @@ def test_nanmedian_and_window_median_match_numpy():
         got = window_median(a, start, stop)
         for i in range(5):
             for t in range(40):
-                w = a[i, max(0, t + start): max(0, t + stop)]
+                w = a[i, max(0, t + start) : max(0, t + stop)]
                 w = w[~np.isnan(w)]
                 exp = np.median(w) if w.size else np.nan
                 assert np.isclose(got[i, t], exp, equal_nan=True), (start, stop, i, t)
@@ -68,10 +68,19 @@ def test_slow_ramp_is_caught_during_the_ramp():
     assert 90 <= first < 105
 
 
-def test_holiday_dip_and_drops_do_not_alert_nor_poison_the_next_weeks():
+def test_shallow_dips_do_not_alert_nor_poison_the_next_weeks():
+    """A holiday at 60 % of the usual spend is not an outage, and spend coming back is not a spike."""
     x = weekly()
-    x[[60, 61, 88]] *= 0.3
+    x[[60, 61, 88]] *= 0.6
     assert not detect(x[None, :]).flags[0, 35:].any()
+
+
+def test_an_outage_alerts_down_once_and_the_recovery_does_not():
+    x = weekly()
+    x[[88, 89]] *= 0.05  # spend fell 95 % for two days
+    d = detect(x[None, :])
+    assert runs(d.flags[0]) == [(88, 89)]
+    assert (d.direction[0, 88:90] == -1).all() and d.score[0, 88] < -5
 
 
 def test_new_service_from_zero_alerts_when_above_floor():

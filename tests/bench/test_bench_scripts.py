@@ -36,7 +36,7 @@ def test_warehouse_load_bench(pg_dsn):
 
 def test_anomaly_bench_on_a_short_history():
     out = _run("anomaly.py", "--series", "60", "--days", "90")  # fewer event slots than a year: no crash
-    assert "finops (seasonal median + MAD)" in out and "kubecost-style" in out
+    assert "finops (log level + weekday, MAD)" in out and "kubecost-style" in out
 
 
 def test_ui_bench():

@@ -1,17 +1,31 @@
 """Pure, vectorised cost anomaly detection over many daily series at once (numpy only).
 
-Model, per series and day t (only past days are used, so a day's verdict never changes
-when later days arrive):
-  expected[t] = median of the same weekday 1..4 weeks back (weekly seasonality; a spike, a
-                holiday or a short outage in one of those weeks does not move it), falling back
-                to the median of the days seen so far for young series;
-  residual    = actual - expected;
-  scale[t]    = 1.4826 * median |residual| over the previous 56 days (robust sigma, MAD),
-                floored at a small share of expected so flat series do not explode.
-A day is anomalous when ALL hold, as in AWS Cost Anomaly Detection's monitor thresholds:
-  residual >= abs_floor ($), residual / expected >= pct, residual / scale >= z.
-Only increases alert: a drop in spend is not a cost anomaly. Thresholds may differ per
-series (arrays broadcast over rows).
+Why this shape: cost series are multiplicative (noise, weekday shape and growth scale with the
+level), heavy-tailed when small, and change level for good (a new cluster, a launch). So the
+detector works on y = log(cost + c), with c half the $ floor: below the floor, relative swings
+shrink, so a $5 service that doubles is not news. Per series and day t, using days < t only:
+
+  profile p[t]  weekday effect: median, over the same weekday 1..8 weeks back, of y minus its
+                centred 7-day median (a spike, a holiday or an outage in one week moves nothing);
+  level L       robust exponential smoothing of d = y - p: each day moves L by alpha x the
+                residual clipped at +-CLIP sigmas, so a spike barely moves it and a trend is
+                followed (growth of 80 % a year lags by ~1 %);
+  sigma         robust dispersion of the log residuals: an exponentially weighted mean of
+                |residual| clipped at 3 sigma (a log-scale MAD that forgets slowly);
+  z             (d[t] - L) / sigma.
+
+A day is flagged UP when z >= z, the $ excess >= abs_floor and the excess >= pct of expected
+(AWS Cost Anomaly Detection's "$ AND %" monitor thresholds, plus the z-score), and DOWN (an
+outage) when z <= -z, the $ shortfall >= abs_floor and spend fell by >= drop_pct. Expected is
+measured against both the current level and the level LAG days ago (the higher one for UP, the
+lower one for DOWN): coming back from a holiday lull or from an accepted spike is not news.
+
+New normal: after ACCEPT consecutive days beyond +-ACCEPT_Z sigmas in one direction (a level
+shift, a ramp, a launch, a lull), L jumps to the median of those days and, for SETTLE days,
+follows the series quickly without alerting. A shift therefore alerts on its first days, as
+one run, and not for weeks after. Drops shared by many series on the same day (a holiday, a
+calendar lull) are not outages: with >= COMMON_MIN_SERIES series, a day where >= COMMON_SHARE
+of them fall by a third or more raises no DOWN flag.
 """
 
 from __future__ import annotations
@@ -21,27 +35,48 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-FACTOR_WEEKS = 8
-LEVEL_DAYS = 21
-SCALE_WINDOW = 56
+PROFILE_WEEKS = 8
+MIN_HISTORY = 14  # no verdict before two weeks of history (L and sigma start from them)
+MIN_SIGMA = 0.02  # log units: a flat series still needs a ~2 % move per sigma
 MAD_K = 1.4826
-MIN_HISTORY = 7
+NORMAL_EXCEED = 0.00135  # P(z < -3) = P(z > 3) for normal noise
+TAIL_LAMBDA = 0.01  # the exceedance rate forgets over ~100 days
+COMMON_MIN_SERIES = 20
+COMMON_SHARE = 0.03
+FELL = float(np.log(2 / 3))  # "fell by a third or more", on the log scale
+
+
+@dataclass(frozen=True)
+class Model:
+    """The detector's internal constants (tuned in bench/anomaly.py on half of the regimes)."""
+
+    alpha: float = 0.1  # level smoothing per day
+    clip: float = 2.0  # a day moves the level by at most clip sigmas
+    lam: float = 0.05  # sigma smoothing per day
+    accept: int = 3  # consecutive same-sign days beyond accept_z that make a new level
+    accept_z: float = 3.0
+    settle: int = 14  # days after a new level: follow quickly, alert at most once (vs the old level)
+    alpha_settle: float = 0.5
+    lag: int = 21  # the older level that expected is also measured against
+    slow_sd: float = 0.6  # sd of a 5-day median (0.56 sigma) and of the smoothed level, in sigmas
+    tail_gamma: float = 0.25  # z is raised by (exceedance rate / normal) ** tail_gamma
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    abs_floor: float = 50.0  # minimum $ above expected
+    abs_floor: float = 50.0  # minimum $ above (or below) expected
     pct: float = 0.35  # minimum share above expected (0.35 = 35 %)
-    z: float = 5.0  # minimum robust z-score
-    min_scale_pct: float = 0.03  # scale floor as share of expected
+    z: float = 5.0  # minimum robust z-score on the log scale
+    drop_pct: float = 0.7  # minimum share below expected for an outage (0.7 = spend fell 70 %)
 
 
 @dataclass
 class Detection:
-    expected: np.ndarray  # (N, T)
-    residual: np.ndarray  # (N, T)
-    score: np.ndarray  # (N, T) robust z
-    flags: np.ndarray  # (N, T) bool
+    expected: np.ndarray  # (N, T) $ expected for the day
+    residual: np.ndarray  # (N, T) actual - expected ($)
+    score: np.ndarray  # (N, T) robust z on the log scale (negative for drops)
+    flags: np.ndarray  # (N, T) bool: anomalous day (up or down)
+    direction: np.ndarray  # (N, T) int8: +1 up, -1 down, 0 none
 
 
 def nanmedian_last(v: np.ndarray) -> np.ndarray:
@@ -64,8 +99,9 @@ def window_median(a: np.ndarray, start: int, stop: int, chunk: int = 2048) -> np
     w = stop - start
     left, right = max(-start, 0), max(stop - 1, 0)
     a32 = a.astype(np.float32)  # detection needs no more precision; halves the sort work
-    padded = np.concatenate([np.full((n, left), np.nan, np.float32), a32, np.full((n, right), np.nan, np.float32)],
-                            axis=1)
+    padded = np.concatenate(
+        [np.full((n, left), np.nan, np.float32), a32, np.full((n, right), np.nan, np.float32)], axis=1
+    )
     out = np.empty((n, t))
     for s in range(0, n, chunk):
         view = sliding_window_view(padded[s : s + chunk], w, axis=1)[:, start + left : start + left + t, :]
@@ -73,69 +109,141 @@ def window_median(a: np.ndarray, start: int, stop: int, chunk: int = 2048) -> np
     return out
 
 
-def seasonal_expected(x: np.ndarray) -> np.ndarray:
-    """Expected cost per day from the past only: robust level x day-of-week factor."""
-    n, t = x.shape
-    # 1. deseasonalised local level: centred 7-day median (one of each weekday)
-    l7 = window_median(x, -3, 4)
-    with np.errstate(all="ignore"):
-        ratio = np.where(l7 > 0, x / l7, np.nan)
-    # 2. weekday factor for day t: median ratio on the same weekday 1..FACTOR_WEEKS weeks back
-    #    (those centred windows end at t-4 at the latest: past data only)
-    stack = np.full((FACTOR_WEEKS, n, t), np.nan)
-    for k in range(1, FACTOR_WEEKS + 1):
+def weekday_profile(y: np.ndarray) -> np.ndarray:
+    """p[:, t]: the weekday effect for day t on the log scale, from days before t only."""
+    n, t = y.shape
+    ratio = y - window_median(y, -3, 4)  # centred: day t-7k uses days up to t-7k+3 < t
+    stack = np.full((n, t, PROFILE_WEEKS), np.nan, np.float32)
+    for k in range(1, PROFILE_WEEKS + 1):
         if 7 * k < t:
-            stack[k - 1, :, 7 * k :] = ratio[:, : t - 7 * k]
-    factor = nanmedian_last(np.moveaxis(stack, 0, -1))
-    factor = np.where(np.isfinite(factor) & (factor > 0), factor, 1.0)
-    # 3. level: median of the deseasonalised past LEVEL_DAYS days
-    deseason = x / factor
-    level = window_median(deseason, -LEVEL_DAYS, 0)
-    level = np.nan_to_num(level, nan=0.0)
-    return level * factor
+            stack[:, 7 * k :, k - 1] = ratio[:, : t - 7 * k]
+    p = nanmedian_last(stack)
+    return np.nan_to_num(p, nan=0.0)
 
 
-def weekly_scale(absres: np.ndarray, window: int = SCALE_WINDOW) -> np.ndarray:
-    """median |residual| over the `window` days before the start of each day's week block:
-    recomputed every 7 days (7x cheaper than daily, still past-only)."""
-    n, t = absres.shape
-    blocks = np.arange(0, t, 7)
-    out = np.zeros((n, t))
-    absres = absres.astype(np.float32)
-    for b0 in blocks:
-        lo = max(0, b0 - window)
-        if b0 > lo:
-            out[:, b0 : b0 + 7] = np.median(absres[:, lo:b0], axis=1, keepdims=True)
-    # the first week has no history: use what each day has seen so far
-    for d in range(1, min(7, t)):
-        out[:, d] = np.median(absres[:, :d], axis=1)
-    return out
+def _col(v: float | np.ndarray, n: int) -> np.ndarray:
+    if np.ndim(v):
+        return np.broadcast_to(np.asarray(v, dtype=np.float64).reshape(-1), (n,)).copy()
+    return np.full(n, float(v))
 
 
-def detect(x: np.ndarray, thresholds: Thresholds | None = None, *, abs_floor=None, pct=None, z=None) -> Detection:
-    """Flag anomalous days in every row of `x` (N series x T days, costs >= 0 mostly).
+def detect(
+    x: np.ndarray,
+    thresholds: Thresholds | None = None,
+    *,
+    abs_floor=None,
+    pct=None,
+    z=None,
+    drop_pct=None,
+    model: Model | None = None,
+) -> Detection:
+    """Flag anomalous days in every row of `x` (N series x T days, costs >= 0).
 
-    Per-series thresholds: pass arrays of shape (N,) as abs_floor / pct / z."""
+    Per-series thresholds: pass arrays of shape (N,) as abs_floor / pct / z / drop_pct."""
     th = thresholds or Thresholds()
-    x = np.nan_to_num(np.asarray(x, dtype=np.float64), nan=0.0)
+    m = model or Model()
+    x = np.clip(np.nan_to_num(np.asarray(x, dtype=np.float64), nan=0.0), 0, None)
     if x.ndim == 1:
         x = x[None, :]
-    exp = seasonal_expected(x)
-    res = x - exp
-    scale = MAD_K * weekly_scale(np.abs(res))
-    scale = np.maximum(scale, th.min_scale_pct * np.abs(exp))
-
-    def col(v, default):
-        v = default if v is None else v
-        return np.asarray(v, dtype=np.float64).reshape(-1, 1) if np.ndim(v) else float(v)
-
-    floor, pct_t, z_t = col(abs_floor, th.abs_floor), col(pct, th.pct), col(z, th.z)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        score = np.where(scale > 0, res / scale, np.where(res > 0, np.inf, 0.0))
-        rel = np.where(exp > 0, res / exp, np.where(res > 0, np.inf, 0.0))
-    flags = (res >= floor) & (rel >= pct_t) & (score >= z_t)
-    flags[:, :MIN_HISTORY] = False  # the window's first days have no past to compare with
-    return Detection(expected=exp, residual=res, score=score, flags=flags)
+    n, t = x.shape
+    floor = _col(th.abs_floor if abs_floor is None else abs_floor, n)
+    pct_t = _col(th.pct if pct is None else pct, n)
+    z_t = _col(th.z if z is None else z, n)
+    drop_t = _col(th.drop_pct if drop_pct is None else drop_pct, n)
+    c = np.maximum(floor / 2, 0.01)
+    y = np.log(x + c[:, None])
+    p = weekday_profile(y)
+    d = y - p
+    d5 = window_median(d, -4, 1)  # median of the last five days: a ramp's level, not one day's noise
+    # the day loop reads one day of every series at a time: (T, N) rows are contiguous
+    X, D, P, D5 = (np.ascontiguousarray(a.T) for a in (x, d, p, d5))
+    expected = np.zeros((t, n))
+    score = np.zeros((t, n))
+    direction = np.zeros((t, n), np.int8)
+    h = min(MIN_HISTORY, t)
+    level = np.median(D[:h], axis=0)
+    sigma = np.maximum(MAD_K * np.median(np.abs(D[:h] - level), axis=0), MIN_SIGMA)
+    hist = np.empty((t, n))
+    hist[:h] = level
+    up_run = np.zeros(n, np.int64)
+    dn_run = np.zeros(n, np.int64)
+    settle_until = np.zeros(n, np.int64)
+    anchor = level.copy()  # the level before the current new-level episode
+    told = np.zeros(n, bool)  # the current episode has alerted already
+    last_accept = np.full(n, -m.lag - m.settle - 1, np.int64)
+    tail_lo = np.full(n, NORMAL_EXCEED)  # how often the noise falls / rises beyond 3 sigmas
+    tail_hi = np.full(n, NORMAL_EXCEED)
+    common = n >= COMMON_MIN_SERIES
+    for i in range(h, t):
+        calm = settle_until <= i
+        old = hist[max(i - m.lag, 0)]
+        di, pi, xi = D[i], P[i], X[i]
+        # heavy tails raise the bar, each side measured on the OTHER side: the events a side
+        # detects never raise their own bar (log-scale noise is symmetric enough)
+        zk_up = z_t * np.maximum(tail_lo / NORMAL_EXCEED, 1.0) ** m.tail_gamma
+        zk_dn = z_t * np.maximum(tail_hi / NORMAL_EXCEED, 1.0) ** m.tail_gamma
+        # calm: against both the current level and the level LAG days ago (the higher one for
+        # up, the lower for down); settling: against the level before the episode, once
+        r = di - level
+        zz = r / sigma
+        ref_hi = np.where(calm, np.maximum(level, old), anchor)
+        ref_lo = np.where(calm, np.minimum(level, old), anchor)
+        e_up = np.exp(ref_hi + pi) - c
+        e_dn = np.exp(ref_lo + pi) - c
+        ok_up = np.where(calm, zz >= zk_up, ~told) & ((di - ref_hi) / sigma >= zk_up)
+        ok_dn = np.where(calm, zz <= -zk_dn, ~told) & ((di - ref_lo) / sigma <= -zk_dn)
+        up = ok_up & (xi - e_up >= floor) & (xi - e_up >= pct_t * e_up)
+        dn = ok_dn & (e_dn - xi >= floor) & (e_dn - xi >= drop_t * e_dn)
+        # slow test: a ramp the level has been following, against a level no accepted
+        # episode has replaced (LAG + SETTLE days)
+        slow_ok = calm & (i - last_accept > m.lag + m.settle)
+        z5 = (D5[i] - old) / (m.slow_sd * sigma)
+        e5 = np.exp(D5[i] + pi) - c
+        e_o = np.exp(old + pi) - c
+        s_up = slow_ok & ~up & (z5 >= z_t) & (e5 - e_o >= floor) & (e5 - e_o >= pct_t * e_o) & (xi > e_o)
+        s_dn = slow_ok & ~dn & (z5 <= -z_t) & (e_o - e5 >= floor) & (e_o - e5 >= drop_t * e_o) & (xi < e_o)
+        up |= s_up
+        dn |= s_dn
+        if common and dn.any() and ((r < FELL) & (zz <= -m.accept_z)).mean() >= COMMON_SHARE:
+            dn[:] = False  # many series fell together: a holiday, not an outage
+        direction[i] = up.astype(np.int8) - dn.astype(np.int8)
+        told |= up | dn
+        expected[i] = np.where(dn, e_dn, np.where(up, e_up, np.exp(level + pi) - c))
+        score[i] = zz
+        # a new normal: ACCEPT days in a row beyond ACCEPT_Z in one direction, or a slow alert
+        up_run = np.where(zz >= m.accept_z, up_run + 1, 0)
+        dn_run = np.where(zz <= -m.accept_z, dn_run + 1, 0)
+        slow = s_up | s_dn
+        accept = calm & ((up_run >= m.accept) | (dn_run >= m.accept) | slow)
+        quiet = calm & ~(up | dn)
+        tail_lo = np.where(quiet, (1 - TAIL_LAMBDA) * tail_lo + TAIL_LAMBDA * (zz < -3), tail_lo)
+        tail_hi = np.where(quiet, (1 - TAIL_LAMBDA) * tail_hi + TAIL_LAMBDA * (zz > 3), tail_hi)
+        step = np.where(calm, m.alpha * np.clip(r, -m.clip * sigma, m.clip * sigma), m.alpha_settle * r)
+        new_level = level + step
+        lam = np.where(calm, m.lam, 0.3)
+        a = np.where(calm, np.minimum(np.abs(r), 3 * sigma), np.abs(r))
+        sigma = np.maximum((1 - lam) * sigma + lam * 1.25 * a, MIN_SIGMA)
+        if accept.any():
+            med = np.median(D[i - m.accept + 1 : i + 1], axis=0)
+            new_level = np.where(accept, np.where(slow, D5[i], med), new_level)
+            last_accept = np.where(accept, i, last_accept)
+            settle_until = np.where(accept, i + 1 + m.settle, settle_until)
+            anchor = np.where(accept, np.where(slow, old, hist[max(i - m.accept, 0)]), anchor)
+            told = np.where(accept, (direction[i - m.accept + 1 : i + 1] != 0).any(axis=0), told)
+            up_run[accept] = 0
+            dn_run[accept] = 0
+        level = new_level
+        hist[i] = level
+    expected[:h] = X[:h]
+    direction_t = np.ascontiguousarray(direction.T)
+    exp_t = np.ascontiguousarray(expected.T)
+    return Detection(
+        expected=exp_t,
+        residual=x - exp_t,
+        score=np.ascontiguousarray(score.T),
+        flags=direction_t != 0,
+        direction=direction_t,
+    )
 
 
 def trailing_mean_baseline(x: np.ndarray, window: int = 30, pct: float = 0.20) -> np.ndarray:

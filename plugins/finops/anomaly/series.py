@@ -1,5 +1,6 @@
 """Pure glue between warehouse rows and the detector: (day, key, cost) rows -> a dense
-matrix, and detector flags -> Events (runs of anomalous days)."""
+matrix, and detector flags -> Events (runs of anomalous days: increases, or outages whose
+actual is below expected, with a negative pct and impact)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ class SeriesMatrix:
     x: np.ndarray  # (len(keys), len(days))
 
 
-def build_matrix(rows: Iterable[tuple[date, str, str, Decimal | float]], start: date, end: date) -> SeriesMatrix:
+def build_matrix(
+    rows: Iterable[tuple[date, str, str, Decimal | float]], start: date, end: date
+) -> SeriesMatrix:
     """rows of (day, monitor_key, currency, cost); missing days are 0 spend."""
     days = [start + timedelta(days=i) for i in range((end - start).days + 1)]
     col = {d: i for i, d in enumerate(days)}
@@ -51,15 +54,27 @@ def to_events(
             if b < t - recent_days:
                 continue
             seg = det.residual[i, a : b + 1]
-            p = a + int(np.argmax(seg))
+            # an outage (a run of DOWN days) peaks at its largest shortfall and its impact is
+            # the spend missing (negative); an increase at its largest excess
+            down = int(det.direction[i, a : b + 1].sum()) < 0
+            p = a + int(np.argmin(seg) if down else np.argmax(seg))
             exp = float(det.expected[i, p])
             act = float(m.x[i, p])
-            impact = float(np.clip(det.residual[i, a : b + 1], 0, None).sum())
-            out.append(Event(
-                monitor_type=monitor_type, monitor_key=key, cost_view=cost_view, currency=cur,
-                start_day=m.days[a], last_day=m.days[b], peak_day=m.days[p],
-                actual=Decimal(str(round(act, 2))), expected=Decimal(str(round(exp, 2))),
-                total_impact=Decimal(str(round(impact, 2))),
-                pct=(act - exp) / exp if exp > 0 else float("inf"), score=float(det.score[i, p]),
-            ))
+            impact = float(np.clip(seg, None, 0).sum() if down else np.clip(seg, 0, None).sum())
+            out.append(
+                Event(
+                    monitor_type=monitor_type,
+                    monitor_key=key,
+                    cost_view=cost_view,
+                    currency=cur,
+                    start_day=m.days[a],
+                    last_day=m.days[b],
+                    peak_day=m.days[p],
+                    actual=Decimal(str(round(act, 2))),
+                    expected=Decimal(str(round(exp, 2))),
+                    total_impact=Decimal(str(round(impact, 2))),
+                    pct=(act - exp) / exp if exp > 0 else float("inf"),
+                    score=float(det.score[i, p]),
+                )
+            )
     return out
