@@ -21,6 +21,9 @@ def alert_event(a: Anomaly) -> AlertEvent:
     }
     for i, c in enumerate(a.contributors[:5], 1):
         facts[f"Cause {i}"] = f"{c['key']}: {float(c['delta']):+,.2f} ({float(c['share']):.0%})"
+    from finops.ui.links import view_url
+
+    link = view_url("anomalies", anomaly=a.anomaly_id)
     return AlertEvent(
         kind="anomaly",
         title=f"Cost anomaly: {a.monitor_type} {a.monitor_key} {pct}",
@@ -30,4 +33,6 @@ def alert_event(a: Anomaly) -> AlertEvent:
                 f"expected about {a.expected:,.2f}.",
         facts=facts,
         dedup_key=a.anomaly_id,
+        # acknowledge / mark expected / snooze it in the FinOps view
+        links={"Acknowledge, mark expected or snooze": link} if link else {},
     )

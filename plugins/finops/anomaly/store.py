@@ -165,6 +165,7 @@ class AnomalyRun:
     closed: list[str] = field(default_factory=list)
     alerted: list[str] = field(default_factory=list)
     alert_errors: int = 0
+    suppressed: dict[str, str] = field(default_factory=dict)  # anomaly_id -> why people muted it
 
 
 def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None = None,
@@ -213,6 +214,12 @@ def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None
     # alert: every open anomaly not yet delivered (new ones, and earlier failures)
     pending = {a.anomaly_id: a for a in existing if a.alerted_at is None and a.status == "open"}
     pending.update({k: v for k, v in changed.items() if v.alerted_at is None and v.status == "open"})
+    # marked expected / snoozed in the FinOps view: not sent (and not marked alerted: the label decides)
+    from finops.anomaly.feedback import suppressed
+
+    result.suppressed = suppressed(wh, list(pending.values()))
+    for aid in result.suppressed:
+        pending.pop(aid)
     for aid, a in sorted(pending.items()) if deliver else ():
         errors = emit(alert_event(a))
         if errors:
