@@ -18,32 +18,79 @@ from tests.focus._convert import convert
 
 def _focus_rows() -> pa.Table:
     base = {
-        "BilledCost": 10.5, "EffectiveCost": 7.25, "ListCost": 12.0, "ContractedCost": 10.5,
-        "BillingAccountId": "111111111111", "BillingAccountName": "payer", "BillingCurrency": "USD",
-        "BillingPeriodStart": datetime(2025, 3, 1), "BillingPeriodEnd": datetime(2025, 4, 1),
-        "ChargePeriodStart": datetime(2025, 3, 2), "ChargePeriodEnd": datetime(2025, 3, 2, 1),
-        "ChargeCategory": "Usage", "ChargeClass": None, "ChargeDescription": "p5 hour", "ChargeFrequency": "Usage-Based",
-        "CommitmentDiscountId": "arn:aws:savingsplans::1:savingsplan/x", "CommitmentDiscountStatus": "Used",
-        "CommitmentDiscountType": "Savings Plan", "CommitmentDiscountCategory": "Spend",
-        "InvoiceIssuerName": "Amazon Web Services, Inc.", "ProviderName": "AWS", "PublisherName": "AWS",
-        "PricingCategory": "Committed", "PricingQuantity": 1.0, "PricingUnit": "Hours",
-        "ServiceCategory": "Compute", "ServiceName": "Amazon Elastic Compute Cloud", "RegionId": "us-east-1",
-        "ResourceId": "i-1", "SubAccountId": "222222222222",
-        "Tags": [("user_team", "'; drop table x;--"), ("k\"q", "=cmd|")],
-        "x_UsageType": "USE1-BoxUsage:p5.48xlarge", "x_Operation": "RunInstances", "x_SomethingNew": "ok",
+        "BilledCost": 10.5,
+        "EffectiveCost": 7.25,
+        "ListCost": 12.0,
+        "ContractedCost": 10.5,
+        "BillingAccountId": "111111111111",
+        "BillingAccountName": "payer",
+        "BillingCurrency": "USD",
+        "BillingPeriodStart": datetime(2025, 3, 1),
+        "BillingPeriodEnd": datetime(2025, 4, 1),
+        "ChargePeriodStart": datetime(2025, 3, 2),
+        "ChargePeriodEnd": datetime(2025, 3, 2, 1),
+        "ChargeCategory": "Usage",
+        "ChargeClass": None,
+        "ChargeDescription": "p5 hour",
+        "ChargeFrequency": "Usage-Based",
+        "CommitmentDiscountId": "arn:aws:savingsplans::1:savingsplan/x",
+        "CommitmentDiscountStatus": "Used",
+        "CommitmentDiscountType": "Savings Plan",
+        "CommitmentDiscountCategory": "Spend",
+        "InvoiceIssuerName": "Amazon Web Services, Inc.",
+        "ProviderName": "AWS",
+        "PublisherName": "AWS",
+        "PricingCategory": "Committed",
+        "PricingQuantity": 1.0,
+        "PricingUnit": "Hours",
+        "ServiceCategory": "Compute",
+        "ServiceName": "Amazon Elastic Compute Cloud",
+        "RegionId": "us-east-1",
+        "ResourceId": "i-1",
+        "SubAccountId": "222222222222",
+        "Tags": [("user_team", "'; drop table x;--"), ('k"q', "=cmd|")],
+        "x_UsageType": "USE1-BoxUsage:p5.48xlarge",
+        "x_Operation": "RunInstances",
+        "x_SomethingNew": "ok",
     }
-    tax = dict(base, BilledCost=1.25, EffectiveCost=1.25, ListCost=1.25, ContractedCost=1.25, ChargeCategory="Tax",
-               CommitmentDiscountId=None, CommitmentDiscountStatus=None, CommitmentDiscountType=None,
-               CommitmentDiscountCategory=None, PricingCategory=None, Tags=[], ResourceId=None)
-    schema = pa.schema([(k, pa.map_(pa.string(), pa.string()) if k == "Tags" else
-                         pa.timestamp("ms") if isinstance(v, datetime) else
-                         pa.float64() if isinstance(v, float) else pa.string()) for k, v in base.items()])
+    tax = dict(
+        base,
+        BilledCost=1.25,
+        EffectiveCost=1.25,
+        ListCost=1.25,
+        ContractedCost=1.25,
+        ChargeCategory="Tax",
+        CommitmentDiscountId=None,
+        CommitmentDiscountStatus=None,
+        CommitmentDiscountType=None,
+        CommitmentDiscountCategory=None,
+        PricingCategory=None,
+        Tags=[],
+        ResourceId=None,
+    )
+    schema = pa.schema(
+        [
+            (
+                k,
+                pa.map_(pa.string(), pa.string())
+                if k == "Tags"
+                else pa.timestamp("ms")
+                if isinstance(v, datetime)
+                else pa.float64()
+                if isinstance(v, float)
+                else pa.string(),
+            )
+            for k, v in base.items()
+        ]
+    )
     return pa.Table.from_pylist([base, tax], schema=schema)
 
 
 def test_aws_focus_export_maps_to_our_columns(tmp_path, finops_home):
     pq.write_table(_focus_rows(), tmp_path / "focus.parquet")
-    res, rows = convert(AwsFocusConverter(), [tmp_path / "focus.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
+    res, rows = convert(
+        AwsFocusConverter(), [tmp_path / "focus.parquet"], provider="aws", period="2025-03", tmp=tmp_path
+    )
     assert res.raw_billed_total == res.focus_billed_total == D("11.75")
     assert res.focus_effective_total == D("8.5")
     use = next(r for r in rows if r["charge_category"] == "Usage")
@@ -66,13 +113,27 @@ def test_aws_focus_csv_money_is_read_as_text_not_sniffed(tmp_path, finops_home):
     """A gzip-csv FOCUS export whose first rows all bill 0 (SP-covered usage): DuckDB's sniffer
     typed BilledCost BIGINT from its sample and read a later '1.25' as 1, raw total included,
     so the reconciliation agreed with itself and a cent-wrong month loaded."""
-    cols = ["BilledCost", "EffectiveCost", "ListCost", "ContractedCost", "BillingAccountId", "BillingCurrency",
-            "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd", "ChargeCategory",
-            "SubAccountId", "Tags"]
+    cols = [
+        "BilledCost",
+        "EffectiveCost",
+        "ListCost",
+        "ContractedCost",
+        "BillingAccountId",
+        "BillingCurrency",
+        "BillingPeriodStart",
+        "BillingPeriodEnd",
+        "ChargePeriodStart",
+        "ChargePeriodEnd",
+        "ChargeCategory",
+        "SubAccountId",
+        "Tags",
+    ]
 
     def line(cost: str) -> str:
-        return (f"{cost},{cost},{cost},{cost},012345678901,USD,2025-03-01T00:00:00Z,2025-04-01T00:00:00Z,"
-                '2025-03-02T00:00:00Z,2025-03-02T01:00:00Z,Usage,000000000042,"{""user_team"":""a""}"')
+        return (
+            f"{cost},{cost},{cost},{cost},012345678901,USD,2025-03-01T00:00:00Z,2025-04-01T00:00:00Z,"
+            '2025-03-02T00:00:00Z,2025-03-02T01:00:00Z,Usage,000000000042,"{""user_team"":""a""}"'
+        )
 
     body = [",".join(cols)] + [line("0")] * 30_000 + [line("1.25"), line("0.0000000325"), line("")]
     f = tmp_path / "focus-00001.csv.gz"
@@ -93,13 +154,19 @@ def test_subcategory_of_an_export_without_one_is_its_categorys_other(tmp_path, f
 
     table = _focus_rows()  # no ServiceSubcategory column, like the 1.0 export
     pq.write_table(table, tmp_path / "v10.parquet")
-    _, rows = convert(AwsFocusConverter(), [tmp_path / "v10.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
+    _, rows = convert(
+        AwsFocusConverter(), [tmp_path / "v10.parquet"], provider="aws", period="2025-03", tmp=tmp_path
+    )
     assert [r["service_subcategory"] for r in rows] == ["Other (Compute)", "Other (Compute)"]
 
     cats = pa.array(["Compute", "No Such Category"])
     subs = pa.array(["Virtual Machines", " "])
     v12 = table.set_column(table.schema.get_field_index("ServiceCategory"), "ServiceCategory", cats)
     pq.write_table(v12.append_column("ServiceSubcategory", subs), tmp_path / "v12.parquet")
-    _, rows = convert(AwsFocusConverter(), [tmp_path / "v12.parquet"], provider="aws", period="2025-03", tmp=tmp_path)
+    _, rows = convert(
+        AwsFocusConverter(), [tmp_path / "v12.parquet"], provider="aws", period="2025-03", tmp=tmp_path
+    )
     assert [r["service_subcategory"] for r in rows] == ["Virtual Machines", "Other (Other)"]
-    assert all(SERVICE_SUBCATEGORIES[r["service_subcategory"]] in (r["service_category"], "Other") for r in rows)
+    assert all(
+        SERVICE_SUBCATEGORIES[r["service_subcategory"]] in (r["service_category"], "Other") for r in rows
+    )

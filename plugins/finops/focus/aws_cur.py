@@ -8,8 +8,8 @@ I/O: a legacy csv delivery's header lines are read as written (`csv_headers`), b
 folds header names that differ only in case, and AWS tag keys do not (`user:Team` and
 `user:team` are two tags).
 
-Money rules (DESIGN.md §5): BilledCost = line_item_unblended_cost on every row (the
-invoice); EffectiveCost is amortised (SP covered usage -> SP effective cost, negation and
+Money rules: BilledCost = line_item_unblended_cost on every row (the invoice, so the
+FOCUS total equals the export's unblended total to the cent); EffectiveCost is amortised (SP covered usage -> SP effective cost, negation and
 upfront fees -> 0, RI discounted usage -> reservation effective cost, RI upfront Fee -> 0,
 everything else -> unblended).
 
@@ -22,6 +22,11 @@ raw rows. ProviderName = PublisherName = InvoiceIssuerName = "AWS" (as AWS's own
 the validator wants BilledCost 0 whenever ProviderName differs from InvoiceIssuerName).
 Each ServiceName has exactly one ServiceCategory and ServiceSubcategory (EBS and data
 transfer get their own ServiceName). See docs/focus-validator.md.
+
+A line without a description gets a ChargeDescription built from its service, usage type and
+operation (FOCUS: SHOULD NOT be null); `derived_counts_sql` counts those rows per load. The
+variants AWS ships (CUR 2.0 column selections, legacy csv / parquet names) are in
+docs/billing-exports/aws.md.
 """
 
 from __future__ import annotations
@@ -32,8 +37,9 @@ import hashlib
 import re
 import zlib
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from finops.focus.aws_columns import cur2_variant, legacy_variant
 from finops.focus.projection import raw_totals_by_currency
 from finops.focus.units import unit_sql
 from finops.ingest import ConvertContext, sql_ident, sql_literal
@@ -85,7 +91,12 @@ TIMESTAMPS = (
     "line_item_usage_end_date",
 )
 
-SP_TYPES = ("SavingsPlanCoveredUsage", "SavingsPlanNegation", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
+SP_TYPES = (
+    "SavingsPlanCoveredUsage",
+    "SavingsPlanNegation",
+    "SavingsPlanRecurringFee",
+    "SavingsPlanUpfrontFee",
+)
 RI_TYPES = ("DiscountedUsage", "RIFee")
 COMMITMENT_FEES = ("SavingsPlanRecurringFee", "RIFee")  # each -> a Purchase row + an Unused Usage row
 
@@ -148,6 +159,27 @@ SERVICE_CLASSES: dict[str, tuple[str, str]] = {
 }
 SERVICE_CATEGORIES = {k: v[0] for k, v in SERVICE_CLASSES.items()}
 SERVICE_SUBCATEGORIES = {k: v[1] for k, v in SERVICE_CLASSES.items()}
+
+
+# ChargeDescription where the line has none (FOCUS ChargeDescription SHOULD NOT be null): what
+# the line itself says, e.g. "Amazon Elastic Compute Cloud USE1-BoxUsage:p5.48xlarge (RunInstances)",
+# "Tax: AWS Lambda". Columns of the `f` step of cur2_focus_sql.
+_DERIVED_DESCRIPTION = (
+    "concat_ws(' ', CASE WHEN lit IS NOT NULL AND lit <> 'Usage' THEN lit || ':' END, "
+    "COALESCE(svc_name, product_code, 'AWS'), usage_type, '(' || operation || ')')"
+)
+# Columns the derived counts read: normalize_sql adds them as NULL when an export left them out.
+_ENSURED = ("line_item_line_item_description",)
+
+
+def _derived_counts(raw: str) -> str:
+    """(FOCUS column, FOCUS rows) this mapping filled because the export left it empty. A
+    commitment fee line is two FOCUS rows (Purchase + Unused), so it counts twice."""
+    weight = f"CASE WHEN {_when_in('CAST(line_item_line_item_type AS VARCHAR)', COMMITMENT_FEES)} THEN 2 ELSE 1 END"
+    return (
+        f'SELECT \'ChargeDescription\' AS "column", CAST(COALESCE(SUM({weight}), 0) AS BIGINT) AS "rows" '
+        f"FROM {raw} WHERE NULLIF(TRIM(CAST(line_item_line_item_description AS VARCHAR)), '') IS NULL"
+    )
 
 
 # --------------------------------------------------------------------------- helpers
@@ -226,52 +258,52 @@ def cur2_focus_sql(raw: str, ctx: ConvertContext) -> str:
     )
     base = f"""
 SELECT
-  {c.s('line_item_line_item_type')} AS lit,
-  {c.m('line_item_unblended_cost')} AS unblended,
-  {c.m('line_item_net_unblended_cost')} AS net_unblended,
-  {c.m('line_item_unblended_rate')} AS unblended_rate,
-  {c.m('line_item_net_unblended_rate')} AS net_unblended_rate,
-  {c.m('line_item_usage_amount', QDEC)} AS usage_amount,
-  {c.m('pricing_public_on_demand_cost')} AS public_od_cost,
-  {c.m('pricing_public_on_demand_rate')} AS public_od_rate,
-  {c.m('savings_plan_savings_plan_effective_cost')} AS sp_effective,
-  {c.m('savings_plan_total_commitment_to_date')} AS sp_total_commitment,
-  {c.m('savings_plan_used_commitment')} AS sp_used_commitment,
-  {c.m('reservation_effective_cost')} AS ri_effective,
-  {c.m('reservation_unused_amortized_upfront_fee_for_billing_period')} AS ri_unused_upfront,
-  {c.m('reservation_unused_recurring_fee')} AS ri_unused_recurring,
-  {c.m('reservation_unused_quantity', QDEC)} AS ri_unused_quantity,
-  {c.s('savings_plan_savings_plan_a_r_n')} AS sp_arn,
-  {c.s('reservation_reservation_a_r_n')} AS ri_arn,
-  {c.s('line_item_usage_type')} AS usage_type,
-  {c.s('line_item_operation')} AS operation,
-  {c.s('line_item_product_code')} AS product_code,
-  {c.s('product_product_family')} AS product_family,
+  {c.s("line_item_line_item_type")} AS lit,
+  {c.m("line_item_unblended_cost")} AS unblended,
+  {c.m("line_item_net_unblended_cost")} AS net_unblended,
+  {c.m("line_item_unblended_rate")} AS unblended_rate,
+  {c.m("line_item_net_unblended_rate")} AS net_unblended_rate,
+  {c.m("line_item_usage_amount", QDEC)} AS usage_amount,
+  {c.m("pricing_public_on_demand_cost")} AS public_od_cost,
+  {c.m("pricing_public_on_demand_rate")} AS public_od_rate,
+  {c.m("savings_plan_savings_plan_effective_cost")} AS sp_effective,
+  {c.m("savings_plan_total_commitment_to_date")} AS sp_total_commitment,
+  {c.m("savings_plan_used_commitment")} AS sp_used_commitment,
+  {c.m("reservation_effective_cost")} AS ri_effective,
+  {c.m("reservation_unused_amortized_upfront_fee_for_billing_period")} AS ri_unused_upfront,
+  {c.m("reservation_unused_recurring_fee")} AS ri_unused_recurring,
+  {c.m("reservation_unused_quantity", QDEC)} AS ri_unused_quantity,
+  {c.s("savings_plan_savings_plan_a_r_n")} AS sp_arn,
+  {c.s("reservation_reservation_a_r_n")} AS ri_arn,
+  {c.s("line_item_usage_type")} AS usage_type,
+  {c.s("line_item_operation")} AS operation,
+  {c.s("line_item_product_code")} AS product_code,
+  {c.s("product_product_family")} AS product_family,
   {_RAW_CURRENCY} AS currency,
-  UPPER(TRIM({c.s('pricing_currency')})) AS pricing_currency,
-  {c.s('pricing_unit')} AS pricing_unit,
-  {c.s('bill_bill_type')} AS bill_type,
-  {c.s('bill_payer_account_id')} AS payer_id,
-  {c.s('bill_payer_account_name')} AS payer_name,
-  {c.s('bill_invoice_id')} AS invoice_id,
-  {c.s('bill_invoicing_entity')} AS invoicing_entity,
-  {c.s('bill_billing_entity')} AS billing_entity,
-  {c.s('line_item_legal_entity')} AS legal_entity,
-  {c.ts('bill_billing_period_start_date')} AS bp_start,
-  {c.ts('bill_billing_period_end_date')} AS bp_end,
-  {c.ts('line_item_usage_start_date')} AS cp_start,
-  {c.ts('line_item_usage_end_date')} AS cp_end,
-  {c.s('line_item_line_item_description')} AS description,
-  {c.s('line_item_usage_account_id')} AS usage_account_id,
-  {c.s('line_item_usage_account_name')} AS usage_account_name,
-  {c.s('line_item_availability_zone')} AS az,
-  {c.s('product_region_code')} AS region_code,
-  {c.s('product_location')} AS region_name,
-  {c.s('line_item_resource_id')} AS resource_id,
-  {c.s('product_sku')} AS sku,
-  {c.s('pricing_rate_code')} AS rate_code,
-  {c.s('product_instance_type')} AS instance_type,
-  {c.s('capacity_reservation_capacity_reservation_a_r_n')} AS cr_id,
+  UPPER(TRIM({c.s("pricing_currency")})) AS pricing_currency,
+  {c.s("pricing_unit")} AS pricing_unit,
+  {c.s("bill_bill_type")} AS bill_type,
+  {c.s("bill_payer_account_id")} AS payer_id,
+  {c.s("bill_payer_account_name")} AS payer_name,
+  {c.s("bill_invoice_id")} AS invoice_id,
+  {c.s("bill_invoicing_entity")} AS invoicing_entity,
+  {c.s("bill_billing_entity")} AS billing_entity,
+  {c.s("line_item_legal_entity")} AS legal_entity,
+  {c.ts("bill_billing_period_start_date")} AS bp_start,
+  {c.ts("bill_billing_period_end_date")} AS bp_end,
+  {c.ts("line_item_usage_start_date")} AS cp_start,
+  {c.ts("line_item_usage_end_date")} AS cp_end,
+  {c.s("line_item_line_item_description")} AS description,
+  {c.s("line_item_usage_account_id")} AS usage_account_id,
+  {c.s("line_item_usage_account_name")} AS usage_account_name,
+  {c.s("line_item_availability_zone")} AS az,
+  {c.s("product_region_code")} AS region_code,
+  {c.s("product_location")} AS region_name,
+  {c.s("line_item_resource_id")} AS resource_id,
+  {c.s("product_sku")} AS sku,
+  {c.s("pricing_rate_code")} AS rate_code,
+  {c.s("product_instance_type")} AS instance_type,
+  {c.s("capacity_reservation_capacity_reservation_a_r_n")} AS cr_id,
   {cr_status} AS cr_status,
   {tags} AS tags_json
 FROM {raw}"""
@@ -283,14 +315,20 @@ FROM {raw}"""
     WHEN product_code = 'AmazonEC2' AND (usage_type LIKE '%EBS:%' OR product_family = 'Storage') THEN 'AmazonEBS'
     ELSE product_code END"""
 
-    usage_like = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation", "BundledDiscount")
+    usage_like = (
+        "Usage",
+        "DiscountedUsage",
+        "SavingsPlanCoveredUsage",
+        "SavingsPlanNegation",
+        "BundledDiscount",
+    )
     charge_category = f"""CASE
     WHEN unused THEN 'Usage'
     WHEN lit = 'Tax' THEN 'Tax'
     WHEN lit = 'Credit' THEN 'Credit'
     WHEN lit = 'Refund' THEN 'Adjustment'
-    WHEN {_when_in('lit', ('Fee', 'RIFee', 'SavingsPlanUpfrontFee', 'SavingsPlanRecurringFee'))} THEN 'Purchase'
-    WHEN {_when_in('lit', usage_like)} OR lit LIKE '%Discount' THEN 'Usage'
+    WHEN {_when_in("lit", ("Fee", "RIFee", "SavingsPlanUpfrontFee", "SavingsPlanRecurringFee"))} THEN 'Purchase'
+    WHEN {_when_in("lit", usage_like)} OR lit LIKE '%Discount' THEN 'Usage'
     ELSE 'Adjustment' END"""
     # `unused` row of a commitment fee line: the unused commitment; its Purchase row: 0.
     effective = """CASE
@@ -305,14 +343,14 @@ FROM {raw}"""
     is_spot = "(usage_type LIKE '%SpotUsage%')"
     pricing_category = f"""CASE
     WHEN cc IN ('Tax', 'Credit', 'Adjustment') THEN NULL
-    WHEN {_when_in('lit', ('DiscountedUsage', 'SavingsPlanCoveredUsage', 'SavingsPlanNegation'))} THEN 'Committed'
-    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee', 'SavingsPlanUpfrontFee'))}
+    WHEN {_when_in("lit", ("DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation"))} THEN 'Committed'
+    WHEN {_when_in("lit", ("RIFee", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee"))}
          OR (lit = 'Fee' AND ri_arn IS NOT NULL) THEN 'Committed'
     WHEN {is_spot} THEN 'Dynamic'
     ELSE 'Standard' END"""
     cd_id = f"""CASE
-    WHEN {_when_in('lit', SP_TYPES)} THEN sp_arn
-    WHEN {_when_in('lit', RI_TYPES)} OR (lit = 'Fee' AND ri_arn IS NOT NULL) THEN ri_arn END"""
+    WHEN {_when_in("lit", SP_TYPES)} THEN sp_arn
+    WHEN {_when_in("lit", RI_TYPES)} OR (lit = 'Fee' AND ri_arn IS NOT NULL) THEN ri_arn END"""
     # One hash join against a 26-row table instead of three 26-branch CASE chains per row.
     services = ", ".join(
         f"({sql_literal(k)}, {sql_literal(SERVICE_NAMES[k])}, {sql_literal(SERVICE_CATEGORIES[k])}, "
@@ -320,8 +358,8 @@ FROM {raw}"""
         for k in SERVICE_NAMES
     )
     frequency = f"""CASE
-    WHEN {_when_in('lit', ('RIFee', 'SavingsPlanRecurringFee', 'Tax'))} AND NOT unused THEN 'Recurring'
-    WHEN {_when_in('lit', ('Fee', 'SavingsPlanUpfrontFee', 'Credit', 'Refund'))} OR bill_type IN ('Purchase', 'Refund') THEN 'One-Time'
+    WHEN {_when_in("lit", ("RIFee", "SavingsPlanRecurringFee", "Tax"))} AND NOT unused THEN 'Recurring'
+    WHEN {_when_in("lit", ("Fee", "SavingsPlanUpfrontFee", "Credit", "Refund"))} OR bill_type IN ('Purchase', 'Refund') THEN 'One-Time'
     ELSE 'Usage-Based' END"""
     usage_cat = "cc = 'Usage'"
     same_ccy = "(pricing_currency IS NULL OR pricing_currency = currency)"
@@ -329,11 +367,11 @@ FROM {raw}"""
     return f"""
 WITH b0 AS ({base}
 ), b AS (  -- commitment fee lines twice: their Purchase row, then their Unused usage row
-SELECT *, unnest(CASE WHEN {_when_in('lit', COMMITMENT_FEES)} THEN [false, true] ELSE [false] END) AS unused,
+SELECT *, unnest(CASE WHEN {_when_in("lit", COMMITMENT_FEES)} THEN [false, true] ELSE [false] END) AS unused,
   {svc_key} AS svc
 FROM b0
 ), f AS (
-SELECT b.*, {charge_category} AS cc, ({effective}) AS eff, {unit_sql('pricing_unit')} AS focus_unit,
+SELECT b.*, {charge_category} AS cc, ({effective}) AS eff, {unit_sql("pricing_unit")} AS focus_unit,
   svc_map.svc_name, svc_map.svc_category, svc_map.svc_subcategory
 FROM b LEFT JOIN (VALUES {services}) AS svc_map(svc_key, svc_name, svc_category, svc_subcategory)
   ON b.svc = svc_map.svc_key
@@ -347,7 +385,7 @@ SELECT
   bp_end AS billing_period_end,
   cc AS charge_category,
   CASE WHEN lit = 'Refund' THEN 'Correction' END AS charge_class,
-  description AS charge_description,
+  COALESCE(description, {_DERIVED_DESCRIPTION}) AS charge_description,
   cp_start AS charge_period_start,
   cp_end AS charge_period_end,
   CASE WHEN unused THEN 0 ELSE COALESCE(net_unblended, unblended) END AS contracted_cost,
@@ -355,7 +393,7 @@ SELECT
   'AWS' AS invoice_issuer_name,
   CASE
     WHEN unused OR lit = 'SavingsPlanNegation' THEN 0
-    WHEN {_when_in('lit', ('Usage', 'DiscountedUsage', 'SavingsPlanCoveredUsage'))} THEN COALESCE(public_od_cost, unblended)
+    WHEN {_when_in("lit", ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage"))} THEN COALESCE(public_od_cost, unblended)
     ELSE unblended END AS list_cost,
   CASE WHEN cc IN ('Usage', 'Purchase') THEN usage_amount END AS pricing_quantity,
   CASE WHEN cc IN ('Usage', 'Purchase') AND usage_amount IS NOT NULL THEN COALESCE(focus_unit, 'Units') END
@@ -371,8 +409,8 @@ SELECT
   CAST(NULL AS VARCHAR) AS billing_account_type,
   cr_id AS capacity_reservation_id,
   cr_status AS capacity_reservation_status,
-  CASE WHEN {_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Spend'
-       WHEN ({_when_in('lit', RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Usage' END
+  CASE WHEN {_when_in("lit", SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Spend'
+       WHEN ({_when_in("lit", RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Usage' END
     AS commitment_discount_category,
   {cd_id} AS commitment_discount_id,
   CAST(NULL AS VARCHAR) AS commitment_discount_name,
@@ -384,13 +422,13 @@ SELECT
     WHEN lit = 'RIFee' AND unused THEN ri_unused_quantity
     WHEN lit = 'RIFee' THEN usage_amount END AS commitment_discount_quantity,
   CASE
-    WHEN ({_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL) THEN currency
-    WHEN ({_when_in('lit', RI_TYPES)} AND ri_arn IS NOT NULL) THEN 'Hours' END AS commitment_discount_unit,
+    WHEN ({_when_in("lit", SP_TYPES)} AND sp_arn IS NOT NULL) THEN currency
+    WHEN ({_when_in("lit", RI_TYPES)} AND ri_arn IS NOT NULL) THEN 'Hours' END AS commitment_discount_unit,
   CASE
-    WHEN {_when_in('lit', ('DiscountedUsage', 'SavingsPlanCoveredUsage', 'SavingsPlanNegation'))} THEN 'Used'
+    WHEN {_when_in("lit", ("DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation"))} THEN 'Used'
     WHEN unused THEN 'Unused' END AS commitment_discount_status,
-  CASE WHEN {_when_in('lit', SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Savings Plan'
-       WHEN ({_when_in('lit', RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Reserved Instance' END
+  CASE WHEN {_when_in("lit", SP_TYPES)} AND sp_arn IS NOT NULL THEN 'Savings Plan'
+       WHEN ({_when_in("lit", RI_TYPES)} OR lit = 'Fee') AND ri_arn IS NOT NULL THEN 'Reserved Instance' END
     AS commitment_discount_type,
   -- a negation line takes back the on-demand *cost* of SP-covered usage, not the usage: its
   -- consumption is 0, or sum(ConsumedQuantity) would count covered usage twice (FOCUS 1.2 only
@@ -446,7 +484,9 @@ class Cur2Converter:
     required_raw_columns = REQUIRED
 
     def reader_sql(self, files: list[str]) -> str:
-        if any(".csv" in f.lower() for f in files):  # Data Exports can also deliver gzip csv; same names, all text
+        if any(
+            ".csv" in f.lower() for f in files
+        ):  # Data Exports can also deliver gzip csv; same names, all text
             return CurLegacyConverter().reader_sql(files)
         return _read_parquet(files)
 
@@ -458,6 +498,12 @@ class Cur2Converter:
 
     def raw_billed_totals_sql(self, raw: str) -> str:
         return raw_totals_by_currency(raw, _RAW_CURRENCY, f"CAST(line_item_unblended_cost AS {DEC})")
+
+    def variant(self, columns: Sequence[str]) -> str:
+        return cur2_variant(columns)
+
+    def derived_counts_sql(self, raw: str) -> str:
+        return _derived_counts(raw)
 
 
 def _typed_select(
@@ -494,6 +540,7 @@ def _typed_select(
             f"map_from_entries(list_filter([{', '.join(entries)}], lambda e: e.v IS NOT NULL AND e.v <> '')) "
             "AS resource_tags"
         )
+    out += [f"CAST(NULL AS VARCHAR) AS {sql_ident(c)}" for c in _ENSURED if c not in seen]
     return f"SELECT {', '.join(out)} FROM {raw}"
 
 
@@ -549,13 +596,17 @@ class CurLegacyConverter:
         safe = _case_safe(headers)
         if safe == headers:  # no two headers differ only in case: one multi-file read
             lst = ", ".join(sql_literal(f) for f in files)
-            return f"SELECT * FROM read_csv([{lst}], header = true, union_by_name = true, {self._CSV_OPTIONS})"
+            return (
+                f"SELECT * FROM read_csv([{lst}], header = true, union_by_name = true, {self._CSV_OPTIONS})"
+            )
         # case-distinct headers: each file read with its own names, skipping its header line
         parts = []
         for f, names in zip(files, safe, strict=True):
             cols = "{" + ", ".join(f"{sql_literal(n)}: 'VARCHAR'" for n in names) + "}"
-            parts.append(f"SELECT * FROM read_csv({sql_literal(f)}, header = false, skip = 1, columns = {cols}, "
-                         f"{self._CSV_OPTIONS})")
+            parts.append(
+                f"SELECT * FROM read_csv({sql_literal(f)}, header = false, skip = 1, columns = {cols}, "
+                f"{self._CSV_OPTIONS})"
+            )
         return "\nUNION ALL BY NAME\n".join(parts)
 
     def normalize_sql(self, raw: str, columns: Mapping[str, str]) -> str:
@@ -566,18 +617,20 @@ class CurLegacyConverter:
             if name.lower().startswith("resourcetags/"):
                 tags[col] = name.split("/", 1)[1].replace(":", "_")
             elif name.startswith("resource_tags_"):
-                tags[col] = name[len("resource_tags_"):]
+                tags[col] = name[len("resource_tags_") :]
             elif name == "resource_tags":
                 renames[col] = name
             elif "/" in name:
                 renames[col] = legacy_to_snake(name)
             else:
                 renames[col] = name
-        # legacy `product/region` is CUR 2.0 `product_region_code` when the latter is absent
-        if "product_region_code" not in renames.values():
-            for orig, new in list(renames.items()):
-                if new == "product_region":
-                    renames[orig] = "product_region_code"
+        # legacy `product/region` is CUR 2.0 `product_region_code` when the latter is absent;
+        # an ARN header spelled `...Arn` (not `...ARN`) snakes to `_arn`, CUR 2.0 says `_a_r_n`
+        aliases = {"product_region": "product_region_code"}
+        aliases |= {n: n[: -len("_arn")] + "_a_r_n" for n in renames.values() if n.endswith("_arn")}
+        for orig, new in list(renames.items()):
+            if new in aliases and aliases[new] not in renames.values():
+                renames[orig] = aliases[new]
         return _typed_select(raw, columns, renames, tags)
 
     def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
@@ -585,3 +638,9 @@ class CurLegacyConverter:
 
     def raw_billed_totals_sql(self, raw: str) -> str:
         return raw_totals_by_currency(raw, _RAW_CURRENCY, f"CAST(line_item_unblended_cost AS {DEC})")
+
+    def variant(self, columns: Sequence[str]) -> str:
+        return legacy_variant([_CASE_TAG.sub("", c) for c in columns])
+
+    def derived_counts_sql(self, raw: str) -> str:
+        return _derived_counts(raw)

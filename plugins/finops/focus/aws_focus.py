@@ -3,19 +3,28 @@
 The export already speaks FOCUS (PascalCase names, Tags as a MAP, AWS extras like
 `x_UsageType`, `x_Operation`, `x_ServiceCode`): this is mostly a rename + exact typing.
 Pure SQL text, no I/O.
+
+What the spec lets us fill, filled and counted (`derived_counts_sql`): ServiceSubcategory (the
+1.0 export has none) from ServiceCategory's 'Other (...)', and a blank ChargeDescription from
+the row's service, usage type / SKU meter and operation. Column lists of both exports:
+finops.focus.aws_columns; variants: docs/billing-exports/aws.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
+from finops.focus.aws_columns import focus_variant
 from finops.focus.projection import other_subcategory_sql, raw_totals_by_currency
-from finops.focus.schema import FOCUS_COLUMNS, Kind
+from finops.focus.schema import BY_NAME, FOCUS_COLUMNS, Kind
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
 QDEC = "DECIMAL(38,12)"
 _REQUIRED = ("BilledCost", "BillingPeriodStart", "ChargePeriodStart", "BillingCurrency", "ChargeCategory")
+# Recommended columns this converter fills when the export leaves them out or blank; normalize_sql
+# guarantees each exists (NULL when absent), so derived_counts_sql can read them.
+_ENSURED = ("ChargeDescription", "ServiceSubcategory")
 _X = {  # our extension column -> AWS FOCUS export column
     "x_usage_type": "x_UsageType",
     "x_operation": "x_Operation",
@@ -65,7 +74,13 @@ class AwsFocusConverter:
             expr = _exact(col.kind, f"NULLIF(TRIM({sql_ident(src)}), '')")
             if expr is not None:
                 typed.append(f"{expr} AS {sql_ident(src)}")
-        return f"SELECT * REPLACE ({', '.join(typed)}) FROM {raw}" if typed else f"SELECT * FROM {raw}"
+        star = f"* REPLACE ({', '.join(typed)})" if typed else "*"
+        added: list[str] = []
+        for name in _ENSURED:
+            if _find(columns, name) is None:  # absent: its snake spelling, else NULL
+                snake = _find(columns, BY_NAME[name].snake)
+                added.append(f"{sql_ident(snake) if snake else 'CAST(NULL AS VARCHAR)'} AS {sql_ident(name)}")
+        return f"SELECT {', '.join([star, *added])} FROM {raw}"
 
     def focus_sql(self, raw: str, ctx: ConvertContext) -> str:
         cols = ctx.raw_columns
@@ -73,6 +88,9 @@ class AwsFocusConverter:
         for col in FOCUS_COLUMNS:
             if col.snake == "service_subcategory":
                 out.append(self._subcategory(cols))
+                continue
+            if col.snake == "charge_description":
+                out.append(f"{_description(cols)} AS charge_description")
                 continue
             src = _find(cols, col.name, col.snake)
             target = sql_ident(col.snake)
@@ -86,7 +104,11 @@ class AwsFocusConverter:
                 expr = exact
             elif col.kind is Kind.JSON:
                 if t.startswith("MAP") or t.startswith("STRUCT"):
-                    expr = f"CASE WHEN {ident} IS NULL OR cardinality({ident}) = 0 THEN NULL ELSE CAST(to_json({ident}) AS VARCHAR) END" if t.startswith("MAP") else f"CAST(to_json({ident}) AS VARCHAR)"
+                    expr = (
+                        f"CASE WHEN {ident} IS NULL OR cardinality({ident}) = 0 THEN NULL ELSE CAST(to_json({ident}) AS VARCHAR) END"
+                        if t.startswith("MAP")
+                        else f"CAST(to_json({ident}) AS VARCHAR)"
+                    )
                 else:
                     expr = f"CAST(json(NULLIF(CAST({ident} AS VARCHAR), '')) AS VARCHAR)"
             else:
@@ -94,10 +116,14 @@ class AwsFocusConverter:
             out.append(f"{expr} AS {target}")
         for ours, theirs in _X.items():
             src = _find(cols, theirs, ours)
-            out.append(f"{'NULLIF(CAST(' + sql_ident(src) + ' AS VARCHAR), ' + chr(39) * 2 + ')' if src else 'NULL'} AS {ours}")
+            out.append(
+                f"{'NULLIF(CAST(' + sql_ident(src) + ' AS VARCHAR), ' + chr(39) * 2 + ')' if src else 'NULL'} AS {ours}"
+            )
         itype = _find(cols, "x_InstanceType")
         out.append(f"{sql_ident(itype) if itype else 'NULL'} AS x_instance_type")
-        out.append(f"NULLIF(CAST({sql_ident(_find(cols, 'ChargeCategory') or 'ChargeCategory')} AS VARCHAR), '') AS x_charge_type")
+        out.append(
+            f"NULLIF(CAST({sql_ident(_find(cols, 'ChargeCategory') or 'ChargeCategory')} AS VARCHAR), '') AS x_charge_type"
+        )
         out += [
             f"{sql_literal(ctx.source)} AS x_source",
             f"{sql_literal(ctx.billing_period)} AS x_billing_period",
@@ -111,11 +137,47 @@ class AwsFocusConverter:
         """The export's ServiceSubcategory, else its category's 'Other (...)': AWS's FOCUS 1.0
         export has no such column, and a null one fails the spec (and focus-validator)."""
         sub, cat = _find(cols, "ServiceSubcategory"), _find(cols, "ServiceCategory")
-        fallback = other_subcategory_sql(f"NULLIF(CAST({sql_ident(cat)} AS VARCHAR), '')") if cat else "'Other (Other)'"
+        fallback = (
+            other_subcategory_sql(f"NULLIF(CAST({sql_ident(cat)} AS VARCHAR), '')")
+            if cat
+            else "'Other (Other)'"
+        )
         if sub is None:
             return f"{fallback} AS service_subcategory"
         return f"COALESCE(NULLIF(trim(CAST({sql_ident(sub)} AS VARCHAR)), ''), {fallback}) AS service_subcategory"
 
     def raw_billed_totals_sql(self, raw: str) -> str:
         # the currency exactly as focus_sql maps BillingCurrency (a plain string column)
-        return raw_totals_by_currency(raw, "NULLIF(CAST(BillingCurrency AS VARCHAR), '')", f"CAST(BilledCost AS {DEC})")
+        return raw_totals_by_currency(
+            raw, "NULLIF(CAST(BillingCurrency AS VARCHAR), '')", f"CAST(BilledCost AS {DEC})"
+        )
+
+    def variant(self, columns: Sequence[str]) -> str:
+        return focus_variant(columns)
+
+    def derived_counts_sql(self, raw: str) -> str:
+        """(column, rows) filled in: the columns normalize_sql guaranteed, blank in the export."""
+        blank = "NULLIF(TRIM(CAST({} AS VARCHAR)), '') IS NULL"
+        return " UNION ALL ".join(
+            f'SELECT {sql_literal(name)} AS "column", count(*) FILTER (WHERE {blank.format(sql_ident(name))}) '
+            f'AS "rows" FROM {raw}'
+            for name in _ENSURED
+        )
+
+
+def _text(cols: Mapping[str, str], *names: str) -> str:
+    src = _find(cols, *names)
+    return f"NULLIF(TRIM(CAST({sql_ident(src)} AS VARCHAR)), '')" if src else "CAST(NULL AS VARCHAR)"
+
+
+def _description(cols: Mapping[str, str]) -> str:
+    """The export's ChargeDescription, else what the row says of itself (FOCUS: SHOULD NOT be
+    null): 'Amazon Elastic Compute Cloud USE1-BoxUsage:p5.48xlarge (RunInstances)', or for a
+    row without usage type 'Tax: Amazon Elastic Compute Cloud'."""
+    category = _text(cols, "ChargeCategory")
+    derived = (
+        f"concat_ws(' ', CASE WHEN {category} <> 'Usage' THEN {category} || ':' END, "
+        f"COALESCE({_text(cols, 'ServiceName')}, {_text(cols, 'x_ServiceCode')}, 'AWS'), "
+        f"COALESCE({_text(cols, 'x_UsageType')}, {_text(cols, 'SkuMeter')}), '(' || {_text(cols, 'x_Operation')} || ')')"
+    )
+    return f"COALESCE({_text(cols, 'ChargeDescription', 'charge_description')}, {derived})"

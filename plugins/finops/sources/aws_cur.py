@@ -2,8 +2,8 @@
 from S3, through the Amazon provider's S3Hook (endpoint_url from the connection extra, so
 moto works the same as AWS).
 
-Manifests decide what counts (DESIGN.md §5): a delivery is a full month-to-date snapshot,
-so only the newest manifest / assembly of a period is loaded; data without a manifest is
+Manifests decide what counts: each delivery is a full month-to-date snapshot that replaces the
+one before, so only the newest manifest / assembly of a period is loaded (never added to it); data without a manifest is
 ignored (and reported); a manifest whose files are missing is an error. Files are streamed
 to FINOPS_HOME/raw/<source>/<period>/<assembly>/ (boto3 download_file: bounded memory).
 """
