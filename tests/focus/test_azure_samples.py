@@ -99,13 +99,29 @@ def test_sample_units_are_scaled_exactly(duckdb_wh):
     not (DEFAULT_VENV / "bin" / "focus-validator").exists(),
     reason="focus-validator venv missing: run `make focus-validator`",
 )
-@pytest.mark.parametrize(("name", "kind", "period"), SAMPLES, ids=[s[0] for s in SAMPLES])
-def test_sample_passes_focus_validator(duckdb_wh, tmp_path, name, kind, period):
+def test_every_azure_sample_passes_focus_validator(duckdb_wh, tmp_path):
+    """One validator run over all Azure samples of September 2023 (each its own source): the EA
+    actual and amortized exports and the FOCUS 1.0 / 1.0r2 / 1.2-preview files."""
     from finops.export import export_focus
+    from finops.focus.azure_focus import AzureFocusConverter
 
-    assert _load(duckdb_wh, name, kind, period).status == "loaded"
+    loads = [(f"az-{kind}", name, AzureCostConverter(kind, agreement="ea")) for name, kind, _ in SAMPLES]
+    loads += [
+        (f"az-focus-{v}", f"focus-{v}-constructed.csv", AzureFocusConverter())
+        for v in ("1.0", "1.0r2", "1.2-preview")
+    ]
+    for source, name, conv in loads:
+        batch = RawBatch(
+            source=source.replace(".", "-"),
+            provider="azure",
+            billing_period="2023-09",
+            files=[DATA / name],
+            fingerprint="v1",
+        )
+        entry = load_batch(duckdb_wh, batch, conv)
+        assert entry.status == "loaded", (name, entry.message)
     out = tmp_path / "focus.parquet"
-    assert export_focus(duckdb_wh, period, out) > 0
+    assert export_focus(duckdb_wh, "2023-09", out) == 11 + 12 * 4
     res = run_focus_validator(out)
     failures = [line for line in res.output.splitlines() if "FAIL" in line]
     assert res.failed == 1 and "InvoiceId-C-004-C" in failures[0], "\n".join(failures)
