@@ -125,6 +125,35 @@ def test_sample_loads_to_the_cent_and_idempotently(duckdb_wh, tmp_path, name, fo
     )
 
 
+def test_spine_records_variant_and_derived_counts(duckdb_wh, tmp_path):
+    """Through the real load: load_log names the variant and the rows filled in."""
+    f = tmp_path / "cur-00001.snappy.parquet"
+    con = (
+        duckdb.connect()
+    )  # the csv sample's first 8 lines as a CUR 2.0 parquet part, one description dropped
+    con.execute(
+        f'COPY (SELECT "bill/PayerAccountId" AS bill_payer_account_id, '
+        'CAST("bill/BillingPeriodStartDate" AS TIMESTAMP) AS bill_billing_period_start_date, '
+        'CAST("bill/BillingPeriodEndDate" AS TIMESTAMP) AS bill_billing_period_end_date, '
+        '"lineItem/LineItemType" AS line_item_line_item_type, '
+        'CAST("lineItem/UnblendedCost" AS DOUBLE) AS line_item_unblended_cost, '
+        'CAST("lineItem/UsageStartDate" AS TIMESTAMP) AS line_item_usage_start_date, '
+        'CAST("lineItem/UsageEndDate" AS TIMESTAMP) AS line_item_usage_end_date, '
+        '"lineItem/CurrencyCode" AS line_item_currency_code, "lineItem/ProductCode" AS line_item_product_code, '
+        '"lineItem/ResourceId" AS line_item_resource_id, '
+        'CASE WHEN "identity/LineItemId" LIKE \'e4b8%\' THEN NULL ELSE "lineItem/LineItemDescription" END '
+        "AS line_item_line_item_description "
+        f"FROM read_csv({sql_literal(str(DATA / 'koku_test_cur_sample.csv'))}, all_varchar = true) LIMIT 8) "
+        f"TO {sql_literal(str(f))} (FORMAT parquet)"
+    )
+    con.close()
+    batch = RawBatch(source="aws-v", provider="aws", billing_period="2018-06", files=[f], fingerprint="v1")
+    entry = load_batch(duckdb_wh, batch, converter_for("cur2"))
+    assert entry.status == "loaded", entry.message
+    assert entry.variant == "AWS CUR 2.0 (Data Exports), with resource IDs, 10 of 113 documented columns"
+    assert entry.derived_columns == {"ChargeDescription": 1}
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(
     not (DEFAULT_VENV / "bin" / "focus-validator").exists(),
