@@ -6,7 +6,8 @@ by Cost Management:
 
     <container>/<root>/<YYYYMMDD-YYYYMMDD>/<runId>/manifest.json      (exports 2023-07+)
     <container>/<root>/<YYYYMMDD-YYYYMMDD>/<runId>/part_0_0001.csv.gz ...
-    <container>/<root>/<YYYYMMDD-YYYYMMDD>/<name>_<guid>.csv           (older, no run folder)
+    <container>/<root>/<YYYYMMDD-YYYYMMDD>/<name>_<guid>.csv           (older, no run folder:
+                                                                        one more file per run)
 
 Month-to-date exports are rewritten many times a month, each run a complete snapshot of
 the month so far: only the NEWEST run of the period counts (by the manifest's
@@ -54,6 +55,7 @@ class ExportRun:
     blobs: list[str] = field(default_factory=list)
     etags: dict[str, str] = field(default_factory=dict)
     manifest: dict[str, Any] | None = None
+    legacy: bool = False  # older layout: one data file directly in the period folder, no manifest
 
 
 def converter_for(src: AzureSource) -> Any:
@@ -76,16 +78,27 @@ def period_folder(root: str, period: str) -> str:
 
 
 def list_runs(blobs: list[tuple[str, str, datetime]], folder: str) -> list[ExportRun]:
-    """Group (name, etag, last_modified) listings under a period folder into export runs (pure)."""
+    """Group (name, etag, last_modified) listings under a period folder into export runs (pure).
+
+    A run folder is one run. A data file directly in the period folder is the older layout,
+    where every run wrote one more `<name>_<guid>.csv` beside the earlier ones, each a complete
+    month-to-date snapshot: each such file is a run of its own, so only the newest counts (taking
+    them all would add every earlier day's snapshot to the month)."""
     runs: dict[str, ExportRun] = {}
     for name, etag, modified in blobs:
         rel = name[len(folder) :]
         parts = rel.split("/")
-        run_key = parts[0] if len(parts) > 1 else ""  # "" = older export without run folder
+        legacy = len(parts) == 1
+        if legacy and not name.lower().endswith(DATA_SUFFIXES):
+            continue  # a stray note or manifest beside the older layout's files: no run of its own
+        run_key = rel if legacy else parts[0]
         run = runs.setdefault(
             run_key,
             ExportRun(
-                folder=folder + (run_key + "/" if run_key else ""), run_id=run_key or "-", submitted=""
+                folder=folder if legacy else f"{folder}{run_key}/",
+                run_id=run_key,
+                submitted="",
+                legacy=legacy,
             ),
         )
         stamp = modified.strftime("%Y-%m-%dT%H:%M:%S.%f")
@@ -128,11 +141,9 @@ def plan_batches(src: AzureSource, billing_period: str, *, record: bool = True) 
         mkey = next((k for k in run.etags if k.endswith("manifest.json")), None)
         if mkey:
             _apply_manifest(run, json.loads(container.download_blob(mkey).readall()))
-    complete = [
-        r for r in runs if r.run_id == "-" or r.manifest is not None
-    ]  # "-": older layout, no manifests
+    complete = [r for r in runs if r.legacy or r.manifest is not None]
     for r in runs:
-        if r.run_id != "-" and r.manifest is None:
+        if not r.legacy and r.manifest is None:
             log.warning(
                 "%s %s: export run %s has no manifest yet (still being written); skipped",
                 src.name,
@@ -168,7 +179,10 @@ def plan_batches(src: AzureSource, billing_period: str, *, record: bool = True) 
             billing_period=billing_period,
             files=files,
             fingerprint=f"{run.folder}:{digest}",
-            manifest_key=run.folder + "manifest.json" if run.manifest else None,
+            # the manifest's own name: manifest.json (2023-07+) or _manifest.json (partitioned exports before)
+            manifest_key=next((k for k in run.etags if k.endswith("manifest.json")), None)
+            if run.manifest
+            else None,
             assembly_id=run.run_id,
         )
     ]
