@@ -821,3 +821,72 @@ def _quarantine(
         diagnosis.report_path,
     )
     return entry
+
+
+# --------------------------------------------------------------------------- dry runs
+def month_loaded_read_only(
+    source: str, billing_period: str, config: Any = None, lock_timeout_s: float = 10.0
+) -> bool | None:
+    """Whether the configured warehouse already holds rows of (source, period), read without
+    writing anything: a dry run's "this empty delivery would be quarantined" needs it, and a dry
+    run must never migrate, create a schema or take a write lock. DuckDB: the file opened
+    read_only (absent file: nothing loaded); PostgreSQL: a session whose transactions are read
+    only. None when it cannot tell (the DuckDB file is held by a writer past `lock_timeout_s`,
+    the server unreachable): the caller says so instead of guessing."""
+    from finops.config import get_config
+
+    cfg = config or get_config()
+    try:
+        if cfg.warehouse.conn_id:
+            return _pg_month_loaded(cfg.warehouse.conn_id, cfg.warehouse.schema_, source, billing_period)
+        from finops.paths import warehouse_path
+        from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+        path = warehouse_path()
+        if not path.exists():
+            return False
+        wh = DuckDBWarehouse(path, lock_timeout_s=lock_timeout_s, read_only=True)
+        try:
+            return wh.table_exists(FOCUS_TABLE) and _partition_has_rows(wh, source, billing_period)
+        finally:
+            wh.close()
+    except Exception as e:  # noqa: BLE001 - see docstring: unknown, said by the caller
+        log.warning(
+            "%s %s: cannot tell whether the month is loaded: %s", source, billing_period, _short(e, 300)
+        )
+        return None
+
+
+def _pg_month_loaded(conn_id: str, schema: str, source: str, billing_period: str) -> bool:
+    import psycopg
+    from airflow.providers.postgres.hooks.postgres import PostgresHook
+    from psycopg import sql
+
+    uri = re.sub(
+        r"^postgres(?:ql)?\+\w+://", "postgresql://", PostgresHook(postgres_conn_id=conn_id).get_uri()
+    )
+    with psycopg.connect(uri, autocommit=True, options="-c default_transaction_read_only=on") as conn:
+        name = sql.Identifier(schema, FOCUS_TABLE).as_string(conn)
+        (table,) = conn.execute("SELECT to_regclass(%s)", [name]).fetchone() or (None,)
+        if table is None:
+            return False
+        query = sql.SQL("SELECT 1 FROM {} WHERE x_source = %s AND x_billing_period = %s LIMIT 1").format(
+            sql.Identifier(schema, FOCUS_TABLE)
+        )
+        return conn.execute(query, [source, billing_period]).fetchone() is not None
+
+
+def dry_run_refusals(batch: RawBatch, row_count: int) -> list[str]:
+    """What a load would refuse that the checks on the delivery alone cannot see: an empty
+    delivery over a month already loaded (read-only look at the warehouse)."""
+    if row_count:
+        return []
+    loaded = month_loaded_read_only(batch.source, batch.billing_period)
+    if loaded:
+        return [_empty_refusal(batch)]
+    if loaded is None:
+        return [
+            f"delivery holds no rows and the warehouse could not be read to tell whether {batch.source} "
+            f"{batch.billing_period} is loaded: a load would quarantine it if it is"
+        ]
+    return []

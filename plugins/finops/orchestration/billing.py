@@ -151,6 +151,7 @@ def dry_run_batch(batch: Any, converter: Any) -> dict:
         except ingest.ConversionError as e:
             return {"status": "dry_run", "valid": False, "failures": [str(e)], "rows": 0}
         report, failures = ingest.check_staging(batch, res)
+        failures = [*failures, *ingest.dry_run_refusals(batch, res.row_count)]
         return {
             "status": "dry_run",
             "valid": report.success and not failures,
