@@ -148,6 +148,18 @@ class PeriodTotals:
         self.rows_by_type[line_type] = self.rows_by_type.get(line_type, 0) + rows
 
 
+@dataclass(frozen=True)
+class Spike:
+    """A cost spike: `share` of one account's rows of one kind (a `_KINDS` name, e.g. p5_od) all
+    land on one day of the month (0-based; -1 = the last day). Rows move, none are added, so
+    the period's totals stay what they were and exact."""
+
+    kind: str
+    account: int  # index into ACCOUNTS
+    share: float
+    day: int = -1
+
+
 @dataclass
 class GenSpec:
     """What to generate for one billing period."""
@@ -161,6 +173,7 @@ class GenSpec:
     restatement: int = 0  # > 0: a restated delivery (other numbers) for the same period
     extra_tags: dict[str, str] = field(default_factory=dict)  # added to the first tagged rows (hostile tests)
     tagged_share: float = 0.75
+    spike: Spike | None = None  # the demo's anomaly
 
     @property
     def start(self) -> datetime:
@@ -244,6 +257,10 @@ class _Gen:
         day = rng.integers(0, s.days, size=n)
         hour = rng.integers(0, 24, size=n)
         res_num = rng.integers(0, 5000, size=n)
+        if s.spike is not None:
+            kind_idx = next(i for i, kd in enumerate(_KINDS) if kd[0] == s.spike.kind)
+            moved = (k == kind_idx) & (acct == s.spike.account) & (res_num % 1000 < int(s.spike.share * 1000))
+            day[moved] = s.spike.day % s.days
         for arr in (acct, reg, day, hour, res_num):
             arr[sp_pos + 1] = arr[sp_pos]
         rate = np.array([kd[6] for kd in _KINDS], dtype=np.int64)[k]  # 1e-4 units

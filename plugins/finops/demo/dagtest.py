@@ -1,5 +1,7 @@
 """Run one DAG through Airflow's own `dag.test()` in this process:
-`python -m finops.demo.dagtest DAG_ID '{"param": "value"}'`. Exit 0 on success.
+`python -m finops.demo.dagtest DAG_ID '{"param": "value"}' [--no-retries]`. Exit 0 on success.
+`--no-retries`: a failing task fails the run at once instead of sitting out its retry delays
+(minutes each) inside dag.test().
 
 The demo and the end-to-end tests call it as a subprocess so Airflow's task logs go to a file
 instead of flooding the terminal."""
@@ -16,8 +18,14 @@ def main(argv: list[str]) -> int:
 
     from finops.paths import REPO_ROOT
 
+    no_retries = "--no-retries" in argv
+    argv = [a for a in argv if a != "--no-retries"]
     dag_id, conf = argv[0], json.loads(argv[1]) if len(argv) > 1 else {}
-    bag = DagBag(dag_folder=str(REPO_ROOT / "dags"))
+    # the DAG's own file when it is named after the DAG (parsing all of dags/ costs seconds a run)
+    own = REPO_ROOT / "dags" / f"{dag_id}.py"
+    bag = DagBag(dag_folder=str(own)) if own.exists() else None
+    if bag is None or bag.get_dag(dag_id) is None:
+        bag = DagBag(dag_folder=str(REPO_ROOT / "dags"))
     if bag.import_errors:
         print(f"DAG import errors: {bag.import_errors}", file=sys.stderr)
         return 2
@@ -25,6 +33,9 @@ def main(argv: list[str]) -> int:
     if dag is None:
         print(f"DAG {dag_id} not found (found: {sorted(bag.dags)})", file=sys.stderr)
         return 2
+    if no_retries:
+        for task in dag.tasks:
+            task.retries = 0
     t0 = time.perf_counter()
     dr = dag.test(run_conf=conf)
     print(f"\nFINOPS_DAGTEST {dag_id} state={dr.state} seconds={time.perf_counter() - t0:.1f}")

@@ -25,6 +25,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
@@ -32,6 +33,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from finops.demo.stages import StageResult
+from finops.demo.ui import DEMO_UI_PASSWORD, DEMO_UI_USER
 from finops.orchestration.periods import period_of, shift
 from finops.paths import REPO_ROOT, finops_home
 
@@ -39,6 +42,18 @@ log = logging.getLogger(__name__)
 PROVIDERS = ("aws", "gcp", "azure", "lambda")
 GCP_DAYS = 2  # small non-AWS samples keep `make demo` short
 AZURE_DAYS = 3
+UI_HINT = "make ui"
+
+
+def _demo_spike() -> Any:
+    """The last month's anomaly: 60 % of ml-prod's on-demand p5.48xlarge hours land on its last
+    day (a forgotten training fleet), about $6k on a $9k day at the default size."""
+    from finops.demo.cur_generator import Spike
+
+    return Spike(kind="p5_od", account=1, share=0.6, day=-1)
+
+
+DEMO_SPIKE = _demo_spike()
 
 
 def _free_port() -> int:
@@ -107,7 +122,8 @@ def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str
     expected: dict[str, Decimal] = {}
     work = finops_home() / "demo-exports" / "aws"
     for i, period in enumerate(periods):
-        spec = gen.GenSpec(period=period, rows=rows_per_month, seed=100 + i)
+        spike = DEMO_SPIKE if i == len(periods) - 1 else None  # the anomaly stage's spike
+        spec = gen.GenSpec(period=period, rows=rows_per_month, seed=100 + i, spike=spike)
         delivery = gen.write_and_upload_cur2(s3, src.bucket, src.prefix, spec, work / period)
         expected[period] = delivery.totals.billed_total
     return expected
@@ -246,10 +262,11 @@ def seed_lambda(state: Any, periods: list[str]) -> dict[str, Decimal]:
 
 def run_dag(dag_id: str, conf: dict, log_file: Path) -> str:
     """Run one DAG through Airflow's own `dag.test()` (real task runner, SQLite metadata) in a
-    subprocess whose output goes to `log_file`. Returns the final state."""
+    subprocess whose output goes to `log_file`, without retries (the demo fails fast). Returns
+    the final state."""
     with log_file.open("a") as fh:
         proc = subprocess.run(
-            [sys.executable, "-m", "finops.demo.dagtest", dag_id, json.dumps(conf)],
+            [sys.executable, "-m", "finops.demo.dagtest", dag_id, json.dumps(conf), "--no-retries"],
             stdout=fh, stderr=subprocess.STDOUT, env=os.environ.copy(), check=False,
         )
     text = log_file.read_text()
@@ -343,7 +360,7 @@ def _check(got: Decimal, expected: Decimal) -> str:
 # Loud at INFO in this process (emulators on threads, SDK request dumps, the Lambda replay);
 # the DAG runs' own logs go to demo.log and the Airflow task logs.
 NOISY_LOGGERS = ("azure", "bqemulator", "uvicorn", "uvicorn.error", "uvicorn.access", "sqlglot", "botocore",
-                 "werkzeug", "finops", "httpx")
+                 "werkzeug", "finops", "httpx", "mail.log")
 
 
 def quiet_logging() -> None:
@@ -365,10 +382,73 @@ def quiet_logging() -> None:
     warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
-def run_demo(months: int = 3, rows_per_month: int = 20_000,
-             extra_seeders: list[Callable[[list[str]], None]] | None = None) -> int:
+def load_billing(res: StageResult, stack: contextlib.ExitStack, endpoint: str, periods: list[str],
+                 rows_per_month: int, providers: tuple[str, ...], log_file: Path,
+                 extra_seeders: list[Callable[[list[str]], None]] | None = None) -> None:
+    """Stage 1: seed every configured provider's emulator, run its billing DAG, and judge the
+    warehouse against the generators' totals to the cent."""
+    from finops.config import get_config
     from finops.demo import emulators
 
+    srcs = get_config().sources
+    expected: dict[str, dict[str, Decimal]] = {}
+    if "aws" in providers:
+        print(f"  moto S3 on {endpoint}; writing CUR 2.0 exports for {', '.join(periods)} "
+              f"({rows_per_month:,} rows/month)...", flush=True)
+        expected["aws"] = seed_aws(endpoint, periods, rows_per_month)
+    if srcs.gcp and "gcp" in providers:
+        bq = stack.enter_context(emulators.bigquery_emulator(srcs.gcp[0].conn_id, srcs.gcp[0].project))
+        print(f"  bqemulator on {bq}; GCP detailed export, {GCP_DAYS} days/month...", flush=True)
+        expected["gcp"] = seed_gcp(bq, periods)
+    if srcs.azure and "azure" in providers:
+        conn_str = stack.enter_context(emulators.azurite(srcs.azure[0].conn_id))
+        blob_url = conn_str.split("BlobEndpoint=", 1)[1].rstrip(";")
+        print(f"  Azurite on {blob_url}; Azure amortized exports, {AZURE_DAYS} days/month, 2 runs each...",
+              flush=True)
+        expected["azure"] = seed_azure(conn_str, periods)
+    # the Lambda API also serves the price stage's Lambda price list: always started
+    conn_id = srcs.lambda_cloud[0].conn_id if srcs.lambda_cloud else "lambda_cloud_default"
+    api = stack.enter_context(emulators.lambda_api(conn_id))
+    if srcs.lambda_cloud and "lambda" in providers:
+        print(f"  Lambda Cloud API on {api.url}; replaying 30-minute polls of each month...", flush=True)
+        expected["lambda"] = seed_lambda(api.state, periods)
+    for seeder in extra_seeders or []:
+        seeder(periods)
+    for provider in PROVIDERS:
+        if provider not in expected:
+            continue
+        dag_id = f"finops_billing_{provider}"
+        print(f"  running {dag_id} through Airflow (dag.test, SQLite metadata)...", flush=True)
+        state = run_dag(dag_id, {"billing_period": ",".join(periods)}, log_file)
+        print(f"  {dag_id}: {state}", flush=True)
+        res.need(state == "success", f"{dag_id} ended {state}")
+    res.need(bool(expected), "no provider to load")
+    text, problems = summary(periods, expected)
+    res.lines += text.splitlines()[1:]
+    res.problems += problems
+
+
+def _print_stage(n: int, res: StageResult) -> None:
+    for line in res.lines:
+        print(line)
+    for f in res.files:
+        print(f"  wrote {f}")
+    verdict = "ok" if not res.problems else "FAILED"
+    print(f"  -> {verdict} ({res.seconds:.0f} s)", flush=True)
+    for problem in res.problems:
+        print(f"  FAILED: {problem}", flush=True)
+
+
+def run_demo(months: int = 3, rows_per_month: int = 20_000,
+             extra_seeders: list[Callable[[list[str]], None]] | None = None,
+             providers: tuple[str, ...] = PROVIDERS) -> int:
+    """Every stage in order, each printed as it ends; exit 1 when any stage fell short."""
+    from finops.demo import stages
+    from finops.demo.alert_sinks import slack_webhook, smtp_server
+    from finops.demo.config import GCP_PRICES_CONN, SLACK_CONN, SMTP_CONN, write_demo_config
+    from finops.demo.price_apis import price_apis
+
+    t0 = time.perf_counter()
     home = finops_home()
     print(f"airflow-finops demo — FINOPS_HOME={home}", flush=True)
     prepare_airflow_env(home)
@@ -376,48 +456,48 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
     periods = demo_periods(months)
     log_file = home / "demo.log"
     log_file.write_text("")
-    expected: dict[str, dict[str, Decimal]] = {}
-    states: dict[str, str] = {}
-    from finops.config import get_config
+    out = home / "demo"
+    done: list[StageResult] = []
 
-    srcs = get_config().sources
+    def dag(dag_id: str, conf: dict[str, Any]) -> str:
+        return run_dag(dag_id, conf, log_file)
+
+    def stage(n: int, title: str, run: Callable[[], StageResult]) -> None:
+        print(f"\n== {n}. {title} ==", flush=True)
+        res = run()
+        done.append(res)
+        _print_stage(n, res)
+
     with contextlib.ExitStack() as stack:
+        slack = stack.enter_context(slack_webhook(SLACK_CONN))
+        inbox = stack.enter_context(smtp_server(SMTP_CONN))
+        apis = stack.enter_context(price_apis(GCP_PRICES_CONN))
+        config = write_demo_config(home, apis.azure_url)
+        print(f"  config: {config} (alerts -> local Slack {slack.url} and SMTP 127.0.0.1:{inbox.port})",
+              flush=True)
         endpoint = stack.enter_context(moto_server())
-        print(f"  moto S3 on {endpoint}; writing CUR 2.0 exports for {', '.join(periods)} "
-              f"({rows_per_month:,} rows/month)...", flush=True)
-        expected["aws"] = seed_aws(endpoint, periods, rows_per_month)
-        if srcs.gcp:
-            bq = stack.enter_context(emulators.bigquery_emulator(srcs.gcp[0].conn_id, srcs.gcp[0].project))
-            print(f"  bqemulator on {bq}; GCP detailed export, {GCP_DAYS} days/month...", flush=True)
-            expected["gcp"] = seed_gcp(bq, periods)
-        if srcs.azure:
-            conn_str = stack.enter_context(emulators.azurite(srcs.azure[0].conn_id))
-            blob_url = conn_str.split("BlobEndpoint=", 1)[1].rstrip(";")
-            print(f"  Azurite on {blob_url}; Azure amortized exports, {AZURE_DAYS} days/month, 2 runs each...",
-                  flush=True)
-            expected["azure"] = seed_azure(conn_str, periods)
-        if srcs.lambda_cloud:
-            api = stack.enter_context(emulators.lambda_api(srcs.lambda_cloud[0].conn_id))
-            print(f"  Lambda Cloud API on {api.url}; replaying 30-minute polls of each month...", flush=True)
-            expected["lambda"] = seed_lambda(api.state, periods)
-        for seeder in extra_seeders or []:
-            seeder(periods)
-        for provider in PROVIDERS:
-            if provider not in expected:
-                continue
-            dag_id = f"finops_billing_{provider}"
-            print(f"  running {dag_id} through Airflow (dag.test, SQLite metadata)...", flush=True)
-            states[dag_id] = run_dag(dag_id, {"billing_period": ",".join(periods)}, log_file)
-            print(f"  {dag_id}: {states[dag_id]}", flush=True)
-    text, problems = summary(periods, expected)
-    print(text)
+        stage(1, "Billing of the four clouds", lambda: stages.timed("Billing", lambda res: load_billing(
+            res, stack, endpoint, periods, rows_per_month, providers, log_file, extra_seeders)))
+        stage(2, "Showback / chargeback", lambda: stages.showback(periods, dag))
+        stage(3, "Anomaly detection and alerts", lambda: stages.anomalies(dag, slack, inbox, out / "alerts"))
+        stage(4, "Tagging and idle-GPU policies, dry run", lambda: stages.policies(endpoint, dag, periods[-1]))
+        stage(5, "Price history from local fakes of the price APIs", lambda: stages.prices(dag))
+    stage(6, "GPU benchmark on this CPU, priced against the loaded prices", lambda: stages.benchmark(out))
+    total = time.perf_counter() - t0
     print(f"""
-Where to look:
+== 7. How to look at it ==
+  The FinOps view on this warehouse, inside the Airflow UI:  {UI_HINT}
+    (starts `airflow api-server` on http://127.0.0.1:8080 with FINOPS_HOME={home};
+     log in as {DEMO_UI_USER} / {DEMO_UI_PASSWORD}, then Browse -> FinOps, or open /finops/ directly)
   warehouse (DuckDB):   {home / 'warehouse.duckdb'}   query it: .venv/bin/python -c "import duckdb; print(duckdb.connect('{home / 'warehouse.duckdb'}', read_only=True).sql('FROM focus_costs LIMIT 5'))"
   Airflow task logs:    {home / 'airflow' / 'logs'}   (run output: {log_file})
-  quarantine:           {home / 'quarantine'}
+  alerts caught:        {out / 'alerts'}   reports: {home / 'reports'}   quarantine: {home / 'quarantine'}
   FOCUS export:         FINOPS_HOME={shlex.quote(str(home))} .venv/bin/finops export focus --period {periods[-1]} --out {shlex.quote(str(home / 'focus.parquet'))}
+
+Stage times: {', '.join(f'{i}. {r.seconds:.0f} s' for i, r in enumerate(done, 1))}; total {total:.0f} s
 """)
-    for problem in problems:
-        print(f"demo FAILED: {problem}", flush=True)
-    return 0 if states and all(st == "success" for st in states.values()) and not problems else 1
+    failed = [(i, r) for i, r in enumerate(done, 1) if r.problems]
+    for i, r in failed:
+        for problem in r.problems:
+            print(f"demo FAILED in stage {i} ({r.title}): {problem}", flush=True)
+    return 1 if failed else 0

@@ -1,0 +1,64 @@
+"""The demo's finops.yaml: the configured file (FINOPS_CONFIG, default include/config/finops.yaml)
+plus the sections the later stages need, written to FINOPS_HOME/demo/finops.yaml, which the
+demo's DAG runs and `make ui` read. Credentials stay connections (AIRFLOW_CONN_*), pointing at
+the local endpoints while the demo runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+SLACK_CONN, SMTP_CONN, GCP_PRICES_CONN = "demo_slack", "demo_smtp", "demo_gcp_prices"
+ALERT_TO = ["finops-team@example.com"]
+
+
+def demo_config_path(home: Path) -> Path:
+    return home / "demo" / "finops.yaml"
+
+
+def demo_sections(azure_prices_url: str) -> dict[str, Any]:
+    """Alerts to the local Slack endpoint and SMTP server (the default route: every team's
+    alerts and every failed task land there); prices from the local fakes (AWS's price APIs
+    have no local emulator: moto serves neither the Pricing API nor real spot history)."""
+    return {
+        "alerts": {
+            "routes": [],
+            "default_route": {"slack_conn_id": SLACK_CONN, "email_conn_id": SMTP_CONN, "email_to": ALERT_TO},
+        },
+        "prices": {
+            "aws": {"enabled": False},
+            "azure": {"base_url": azure_prices_url, "regions": ["eastus", "westus2"]},
+            "gcp": {"conn_id": GCP_PRICES_CONN, "regions": ["us-central1", "us-east4"]},
+            "http": {"backoff_base_s": 0.05},
+        },
+    }
+
+
+def write_demo_config(home: Path, azure_prices_url: str) -> Path:
+    """Write the demo's config and point FINOPS_CONFIG (this process and its DAG runs) at it."""
+    from finops.paths import config_path
+
+    base_path = config_path()
+    path = demo_config_path(home)
+    base: dict[str, Any] = {}
+    if base_path.resolve() != path.resolve():
+        base = yaml.safe_load(base_path.read_text()) or {}
+    elif path.exists():
+        base = yaml.safe_load(path.read_text()) or {}
+    base.update(demo_sections(azure_prices_url))
+    if not Path(str(base.get("policies_dir", "include/policies"))).is_absolute():
+        from finops.paths import REPO_ROOT
+
+        base["policies_dir"] = str(REPO_ROOT / base.get("policies_dir", "include/policies"))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "# Written by `finops demo` from "
+        + str(base_path)
+        + " plus the demo's sections.\n"
+        + yaml.safe_dump(base, sort_keys=False)
+    )
+    os.environ["FINOPS_CONFIG"] = str(path)  # get_config() re-reads on a new path
+    return path

@@ -1,0 +1,384 @@
+"""Local fakes of the public price APIs, speaking their documented shapes, for the demo's
+price history stage and the prices tests (tests/fixtures/prices.py):
+
+- Azure Retail Prices API (`/api/retail/prices`, OData `$filter` on armRegionName, `$skip`
+  paging via an absolute NextPageLink; the last page's link is null or "");
+- Cloud Billing Catalog for Compute Engine (`/v1/services/6F81-5844-456A/skus`, `nextPageToken`).
+
+Each has `.fail(status, retry_after=None)` to inject failures before the next answers, and
+`.requests` (the paths + queries it served). The catalogs include the odd entries the real
+APIs serve (other OS / reservation / dev-test rows, hostile and malformed strings), which the
+price fetchers must skip. They are served by pytest-httpserver (a werkzeug server that runs
+outside pytest too). Lambda Cloud's price list is `/api/v1/instance-types` of the Lambda API
+fake in finops.demo.emulators.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+from urllib.parse import urlencode, urlsplit
+
+from werkzeug import Request, Response
+
+from finops.demo.emulators import airflow_connection
+
+
+@dataclass
+class PriceApiEmulator:
+    """Base of the price API fakes: `server` is a pytest_httpserver.HTTPServer (started by
+    `price_apis()` in the demo, by the `httpserver` fixture in tests)."""
+
+    server: Any
+    path: ClassVar[str]
+    failures: list[tuple[int, dict[str, str]]] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
+
+    @property
+    def base(self) -> str:
+        return self.server.url_for("").rstrip("/")
+
+    def fail(self, status: int, retry_after: str | None = None, times: int = 1) -> None:
+        for _ in range(times):
+            self.failures.append((status, {"Retry-After": retry_after} if retry_after else {}))
+
+    def handle(self, req: Request) -> Response:
+        raise NotImplementedError
+
+    def rewrite(self, edit: Callable[[bytes], bytes]) -> None:
+        """From now on serve every answer with its body passed through `edit` (a broken or hostile server)."""
+
+        def edited(req: Request) -> Response:
+            resp = self.handle(req)
+            return Response(edit(resp.get_data()), resp.status_code, content_type="application/json")
+
+        self.server.clear()
+        self.server.expect_request(self.path).respond_with_handler(edited)
+
+    def _failure(self) -> Response | None:
+        if self.failures:
+            status, headers = self.failures.pop(0)
+            return Response(
+                json.dumps({"error": {"code": str(status), "message": "injected"}}),
+                status,
+                headers,
+                content_type="application/json",
+            )
+        return None
+
+
+# --------------------------------------------------------------------------- Azure Retail Prices
+
+
+def prices_azure_item(arm_sku: str, sku_name: str, price: float, region: str = "eastus", **over: Any) -> dict:
+    series = re.sub(r"^Standard_", "", str(arm_sku)).replace("_", "")
+    item = {
+        "currencyCode": "USD",
+        "tierMinimumUnits": 0.0,
+        "retailPrice": price,
+        "unitPrice": price,
+        "armRegionName": region,
+        "location": {"eastus": "US East", "westus2": "US West 2"}.get(region, region),
+        "effectiveStartDate": "2024-05-01T00:00:00Z",
+        "meterId": "5f1b1a36-8a0b-5c3e-9a57-"
+        + hashlib.md5(f"{arm_sku}|{sku_name}|{region}".encode()).hexdigest()[:12],
+        "meterName": sku_name,
+        "productId": "DZH318Z08M9Z",
+        "skuId": "DZH318Z08M9Z/00F4",
+        "availabilityId": None,
+        "productName": f"Virtual Machines {series} Series",
+        "skuName": sku_name,
+        "serviceName": "Virtual Machines",
+        "serviceId": "DZH313Z7MMC8",
+        "serviceFamily": "Compute",
+        "unitOfMeasure": "1 Hour",
+        "type": "Consumption",
+        "isPrimaryMeterRegion": True,
+        "armSkuName": arm_sku,
+    }
+    item.update(over)
+    return item
+
+
+def prices_azure_catalog() -> list[dict]:
+    """Realistic Retail Prices items for two regions, with the rows that must be dropped."""
+    items = []
+    for region, f in (("eastus", 1.0), ("westus2", 1.1)):
+        items += [
+            prices_azure_item("Standard_NC24ads_A100_v4", "NC24ads A100 v4", round(3.673 * f, 4), region),
+            prices_azure_item(
+                "Standard_NC24ads_A100_v4", "NC24ads A100 v4 Spot", round(0.7346 * f, 4), region
+            ),
+            prices_azure_item(
+                "Standard_NC24ads_A100_v4", "NC24ads A100 v4 Low Priority", round(0.7346 * f, 4), region
+            ),
+            prices_azure_item(
+                "Standard_NC24ads_A100_v4",
+                "NC24ads A100 v4",
+                round(5.145 * f, 4),
+                region,
+                productName="Virtual Machines NCadsA100v4 Series Windows",
+            ),
+            prices_azure_item(
+                "Standard_NC24ads_A100_v4",
+                "NC24ads A100 v4",
+                round(2.21 * f, 4),
+                region,
+                type="Reservation",
+                reservationTerm="1 Year",
+            ),
+            prices_azure_item(
+                "Standard_NC24ads_A100_v4",
+                "NC24ads A100 v4",
+                round(3.2 * f, 4),
+                region,
+                type="DevTestConsumption",
+            ),
+            prices_azure_item("Standard_ND96isr_H100_v5", "ND96isr H100 v5", round(98.32 * f, 4), region),
+            prices_azure_item(
+                "Standard_ND96isr_H100_v5", "ND96isr H100 v5 Spot", round(39.33 * f, 4), region
+            ),
+            prices_azure_item("Standard_NC4as_T4_v3", "NC4as T4 v3", round(0.526 * f, 4), region),
+            prices_azure_item("Standard_NC4as_T4_v3", "NC4as T4 v3 Spot", round(0.0526 * f, 4), region),
+            prices_azure_item("Standard_D2s_v5", "D2s v5", round(0.096 * f, 4), region),  # not a GPU family
+        ]
+    # hostile / unknown strings: must be skipped, never reach SQL or crash the parse
+    items += [
+        prices_azure_item("Standard_NC'; DROP TABLE spot_prices;--", "NC evil", 1.0),
+        prices_azure_item("Standard_NC<script>alert(1)</script>", "NC xss Spot", 1.0),
+        prices_azure_item("Standard_NC6_Promo", "NC6 Promo", "NaN"),
+        prices_azure_item("Standard_NC6_Neg", "NC6 Neg", -3),
+        prices_azure_item("Standard_NC12_Unit", "NC12", 1.0, unitOfMeasure="1/Month"),
+        prices_azure_item("Standard_NC40ads_H100_v5", "NC40ads H100 v5", "1e999"),
+        prices_azure_item(None, "NC null sku", 1.0),  # type: ignore[arg-type]
+        prices_azure_item("Standard_NC40ads_H100_v5", "NC40ads H100 v5", 6.98, armRegionName="east us; drop"),
+    ]
+    return items
+
+
+@dataclass
+class AzureRetailEmulator(PriceApiEmulator):
+    path: ClassVar[str] = "/api/retail/prices"
+    items: list[dict] = field(default_factory=list)
+    page_size: int = 4
+    last_link: str | None = None  # the real API ends with NextPageLink null; "" is the quirk
+    trailing_empty_page: bool = False
+
+    def handle(self, req: Request) -> Response:
+        self.requests.append(req.full_path)
+        if (r := self._failure()) is not None:
+            return r
+        flt = req.args.get("$filter", "")
+        m = re.search(r"armRegionName eq '([^']*)'", flt)
+        rows = [i for i in self.items if not m or i.get("armRegionName") == m.group(1)]
+        skip = int(req.args.get("$skip", "0"))
+        page = rows[skip : skip + self.page_size]
+        nxt = skip + self.page_size
+        if nxt < len(rows) or (self.trailing_empty_page and page):
+            q = urlencode({"api-version": req.args.get("api-version", ""), "$filter": flt, "$skip": nxt})
+            link: str | None = f"{self.base}/api/retail/prices?{q}"
+        else:
+            link = self.last_link
+        body = {
+            "BillingCurrency": "USD",
+            "CustomerEntityId": "Default",
+            "CustomerEntityType": "Retail",
+            "Items": page,
+            "NextPageLink": link,
+            "Count": len(page),
+        }
+        return Response(json.dumps(body), 200, content_type="application/json")
+
+
+# --------------------------------------------------------------------------- GCP Billing Catalog
+
+
+def prices_gcp_sku(
+    description: str,
+    group: str,
+    usage: str,
+    units: int,
+    nanos: int,
+    unit: str = "h",
+    regions: tuple[str, ...] = ("us-central1", "us-east4"),
+    sku_id: str | None = None,
+    family: str = "Compute",
+) -> dict:
+    h = hashlib.md5((description + usage).encode()).hexdigest().upper()
+    sku_id = sku_id or f"{h[:4]}-{h[4:8]}-{h[8:12]}"
+    return {
+        "name": f"services/6F81-5844-456A/skus/{sku_id}",
+        "skuId": sku_id,
+        "description": description,
+        "category": {
+            "serviceDisplayName": "Compute Engine",
+            "resourceFamily": family,
+            "resourceGroup": group,
+            "usageType": usage,
+        },
+        "serviceRegions": list(regions),
+        "pricingInfo": [
+            {
+                "summary": "",
+                "pricingExpression": {
+                    "usageUnit": unit,
+                    "displayQuantity": 1,
+                    "tieredRates": [
+                        {
+                            "startUsageAmount": 0,
+                            "unitPrice": {"currencyCode": "USD", "units": str(units), "nanos": nanos},
+                        }
+                    ],
+                    "usageUnitDescription": "hour" if unit == "h" else "gibibyte hour",
+                    "baseUnit": "s" if unit == "h" else "By.s",
+                    "baseUnitDescription": "second",
+                    "baseUnitConversionFactor": 3600 if unit == "h" else 3865470566400,
+                },
+                "currencyConversionRate": 1,
+                "effectiveTime": "2024-10-01T07:00:00.000Z",
+            }
+        ],
+        "serviceProviderName": "Google",
+        "geoTaxonomy": {"type": "MULTI_REGIONAL", "regions": list(regions)},
+    }
+
+
+def prices_gcp_catalog() -> list[dict]:
+    s = prices_gcp_sku
+    return [
+        s("G2 Instance Core running in Americas", "CPU", "OnDemand", 0, 24988000),
+        s("G2 Instance Ram running in Americas", "RAM", "OnDemand", 0, 2928000, unit="GiBy.h"),
+        s("Nvidia L4 GPU running in Americas", "GPU", "OnDemand", 0, 560000000),
+        s("Spot Preemptible G2 Instance Core running in Americas", "CPU", "Preemptible", 0, 9995000),
+        s(
+            "Spot Preemptible G2 Instance Ram running in Americas",
+            "RAM",
+            "Preemptible",
+            0,
+            1171000,
+            unit="GiBy.h",
+        ),
+        s(
+            "Nvidia L4 GPU attached to Spot Preemptible VMs running in Americas",
+            "GPU",
+            "Preemptible",
+            0,
+            224000000,
+        ),
+        s("A2 Instance Core running in Americas", "CPU", "OnDemand", 0, 31611000),
+        s("A2 Instance Ram running in Americas", "RAM", "OnDemand", 0, 4237000, unit="GiBy.h"),
+        s("Nvidia Tesla A100 GPU running in Americas", "GPU", "OnDemand", 2, 933908000),
+        s("Nvidia Tesla A100 80GB GPU running in Americas", "GPU", "OnDemand", 3, 927500000),
+        s("Spot Preemptible A2 Instance Core running in Americas", "CPU", "Preemptible", 0, 9483000),
+        s(
+            "Spot Preemptible A2 Instance Ram running in Americas",
+            "RAM",
+            "Preemptible",
+            0,
+            1271000,
+            unit="GiBy.h",
+        ),
+        s(
+            "Nvidia Tesla A100 GPU attached to Spot Preemptible VMs running in Americas",
+            "GPU",
+            "Preemptible",
+            1,
+            173000000,
+        ),
+        # only in us-central1: a GPU region list narrower than the machine's
+        s("Nvidia H100 80GB GPU running in Iowa", "GPU", "OnDemand", 11, 61000000, regions=("us-central1",)),
+        s("A3 Instance Core running in Americas", "CPU", "OnDemand", 0, 29563000),
+        s("A3 Instance Ram running in Americas", "RAM", "OnDemand", 0, 2571000, unit="GiBy.h"),
+        # must be ignored
+        s("Commitment v1: G2 Cpu in Americas for 1 Year", "CPU", "Commit1Yr", 0, 15743000),
+        s(
+            "Licensing Fee for Windows Server on VM with 1 to 2 VCPU",
+            "SQL",
+            "OnDemand",
+            0,
+            46000000,
+            family="License",
+        ),
+        s("Nvidia Quantum Flux GPU running in Americas", "GPU", "OnDemand", 9, 0),
+        s("Nvidia L4 GPU running in Americas'; DROP TABLE x;--", "GPU", "OnDemand", 0, 1),
+        s("G2 Instance Core running in Narnia", "CPU", "OnDemand", 0, 5000000000),  # nanos out of range
+        s("G2 Instance Ram running in Americas", "RAM", "OnDemand", 0, 1, unit="GiBy.mo"),  # wrong unit
+        {"skuId": "BROKEN", "description": 42, "category": "nope"},
+    ]
+
+
+@dataclass
+class GcpCatalogEmulator(PriceApiEmulator):
+    path: ClassVar[str] = "/v1/services/6F81-5844-456A/skus"
+    skus: list[dict] = field(default_factory=list)
+    page_size: int = 5
+    api_key: str | None = None
+
+    def handle(self, req: Request) -> Response:
+        self.requests.append(req.full_path)
+        if (r := self._failure()) is not None:
+            return r
+        if self.api_key and req.headers.get("X-Goog-Api-Key") != self.api_key:
+            return Response(
+                json.dumps(
+                    {
+                        "error": {
+                            "code": 403,
+                            "message": "The request is missing a valid API key.",
+                            "status": "PERMISSION_DENIED",
+                        }
+                    }
+                ),
+                403,
+                content_type="application/json",
+            )
+        token = req.args.get("pageToken", "")
+        start = int(token.removeprefix("tok-")) if token else 0
+        page = self.skus[start : start + self.page_size]
+        nxt = start + self.page_size
+        body = {"skus": page, "nextPageToken": f"tok-{nxt}" if nxt < len(self.skus) else ""}
+        return Response(json.dumps(body), 200, content_type="application/json")
+
+
+@dataclass
+class PriceApis:
+    azure: AzureRetailEmulator
+    gcp: GcpCatalogEmulator
+
+    @property
+    def azure_url(self) -> str:
+        return self.azure.base + self.azure.path
+
+
+def gcp_http_connection(base: str) -> dict[str, Any]:
+    """HTTP connection whose host is the Cloud Billing Catalog's base (no API key: the fake
+    does not check one unless asked to)."""
+    u = urlsplit(base)
+    return {"conn_type": "http", "host": u.hostname, "port": u.port, "schema": u.scheme}
+
+
+@contextlib.contextmanager
+def price_apis(gcp_conn_id: str | None = None) -> Iterator[PriceApis]:
+    """Both fakes on one free loopback port; `AIRFLOW_CONN_<gcp_conn_id>` points at the GCP one."""
+    from pytest_httpserver import HTTPServer
+
+    server = HTTPServer(host="127.0.0.1", port=0)
+    server.start()
+    try:
+        apis = PriceApis(
+            AzureRetailEmulator(server=server, items=prices_azure_catalog()),
+            GcpCatalogEmulator(server=server, skus=prices_gcp_catalog()),
+        )
+        for emu in (apis.azure, apis.gcp):
+            server.expect_request(emu.path).respond_with_handler(emu.handle)
+        with airflow_connection(gcp_conn_id, gcp_http_connection(apis.gcp.base)):
+            yield apis
+    finally:
+        server.clear()
+        if server.is_running():
+            server.stop()
