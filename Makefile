@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export FINOPS_HOME ?= $(CURDIR)/.finops
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo test lint lock services focus-validator node-tools chromium clean
+.PHONY: setup demo ui test lint lock services focus-validator node-tools chromium clean
 
 setup: $(STAMP)
 
@@ -44,6 +44,11 @@ chromium:
 
 demo: setup node-tools
 	$(BIN)/finops demo
+
+# The Airflow UI with the FinOps view on the demo's warehouse (run `make demo` first);
+# UI_ARGS="--port 8081" or "--check --screenshot ui.png" (start, fetch every page, stop).
+ui: setup
+	$(BIN)/python -m finops.demo.ui $(UI_ARGS)
 
 test: setup services focus-validator node-tools chromium
 	$(BIN)/ruff check plugins dags tests bench
