@@ -110,3 +110,60 @@ def test_runs_bridge_short_gaps():
     f[[2, 3, 6, 12]] = True
     assert runs(f, max_gap=2) == [(2, 6), (12, 12)]
     assert runs(f, max_gap=0) == [(2, 3), (6, 6), (12, 12)]
+
+
+def test_a_level_shift_alerts_once_at_its_onset_and_never_after():
+    x = weekly(days=300)
+    x[100:] *= 2.0
+    r = runs(detect(x[None, :]).flags[0])
+    assert len(r) == 1 and r[0][0] == 100 and r[0][1] <= 103, r
+
+
+def test_a_launch_from_zero_alerts_once():
+    x = np.zeros(200)
+    x[90:] = weekly(days=110, level=400.0, noise=0.08)
+    r = runs(detect(x[None, :]).flags[0])
+    assert len(r) == 1 and r[0][0] == 90 and r[0][1] <= 93, r
+
+
+def test_a_ramp_alerts_once_then_the_new_level_is_normal():
+    x = weekly(days=300, noise=0.05)
+    x[120:140] *= np.linspace(1.05, 2.5, 20)
+    x[140:] *= 2.5
+    r = runs(detect(x[None, :]).flags[0])
+    assert len(r) == 1 and 120 <= r[0][0] < 140, r
+
+
+def test_small_heavy_noisy_series_do_not_alert():
+    """Log-normal day-to-day noise with sigma 0.5 under $100 a day: a $ floor alone lets these
+    through (a lucky day doubles spend); the log-scale dispersion does not."""
+    level = np.linspace(10, 95, 40)[:, None]
+    x = level * np.exp(RNG.normal(0, 0.5, (40, 365)) - 0.125)
+    assert detect(x).flags[:, 35:].sum() == 0
+
+
+def test_strong_trend_with_deep_weekends_does_not_alert():
+    x = np.vstack(
+        [weekly(days=365, weekend=w, growth=np.log(1.8) / 365, noise=0.05) for w in (0.2, 0.5, 1.0)]
+    )
+    assert not detect(x).flags[:, 35:].any()
+
+
+def test_a_shared_holiday_lull_is_not_an_outage_but_a_lone_drop_is():
+    x = np.vstack([weekly(days=200, noise=0.04) for _ in range(30)])
+    x[:20, 150:157] *= 0.25  # two thirds of the series idle for a week: a holiday
+    x[25, 120:122] *= 0.25  # one series alone, two days: an outage
+    d = detect(x)
+    assert not d.flags[:20].any()
+    assert runs(d.flags[25]) == [(120, 121)] and (d.direction[25, 120:122] == -1).all()
+
+
+def test_verdicts_use_the_past_only_and_are_deterministic():
+    x = np.vstack([weekly(days=200), weekly(days=200, weekend=0.3)])
+    x[0, 150] *= 3
+    x[1, 170:] *= 2
+    full = detect(x)
+    for t in (120, 151, 172, 200):
+        part = detect(x[:, :t])
+        assert np.array_equal(part.flags, full.flags[:, :t]) and np.allclose(part.score, full.score[:, :t])
+    assert np.array_equal(detect(x).flags, full.flags)

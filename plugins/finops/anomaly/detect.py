@@ -43,6 +43,7 @@ NORMAL_EXCEED = 0.00135  # P(z < -3) = P(z > 3) for normal noise
 TAIL_LAMBDA = 0.01  # the exceedance rate forgets over ~100 days
 COMMON_MIN_SERIES = 20
 COMMON_SHARE = 0.03
+COMMON_MIN_FELL = 3  # and at least this many series: one outage is not a holiday
 FELL = float(np.log(2 / 3))  # "fell by a third or more", on the log scale
 
 
@@ -60,6 +61,7 @@ class Model:
     lag: int = 21  # the older level that expected is also measured against
     slow_sd: float = 0.6  # sd of a 5-day median (0.56 sigma) and of the smoothed level, in sigmas
     tail_gamma: float = 0.25  # z is raised by (exceedance rate / normal) ** tail_gamma
+    offset: float = 0.25  # c = offset x abs_floor in log(cost + c)
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,7 @@ def detect(
     pct_t = _col(th.pct if pct is None else pct, n)
     z_t = _col(th.z if z is None else z, n)
     drop_t = _col(th.drop_pct if drop_pct is None else drop_pct, n)
-    c = np.maximum(floor / 2, 0.01)
+    c = np.maximum(floor * m.offset, 0.01)
     y = np.log(x + c[:, None])
     p = weekday_profile(y)
     d = y - p
@@ -174,6 +176,7 @@ def detect(
     tail_lo = np.full(n, NORMAL_EXCEED)  # how often the noise falls / rises beyond 3 sigmas
     tail_hi = np.full(n, NORMAL_EXCEED)
     common = n >= COMMON_MIN_SERIES
+    common_min = max(COMMON_MIN_FELL, COMMON_SHARE * n)
     for i in range(h, t):
         calm = settle_until <= i
         old = hist[max(i - m.lag, 0)]
@@ -191,7 +194,8 @@ def detect(
         e_up = np.exp(ref_hi + pi) - c
         e_dn = np.exp(ref_lo + pi) - c
         ok_up = np.where(calm, zz >= zk_up, ~told) & ((di - ref_hi) / sigma >= zk_up)
-        ok_dn = np.where(calm, zz <= -zk_dn, ~told) & ((di - ref_lo) / sigma <= -zk_dn)
+        below = di - ref_lo
+        ok_dn = np.where(calm, zz <= -zk_dn, ~told) & (below / sigma <= -zk_dn)
         up = ok_up & (xi - e_up >= floor) & (xi - e_up >= pct_t * e_up)
         dn = ok_dn & (e_dn - xi >= floor) & (e_dn - xi >= drop_t * e_dn)
         # slow test: a ramp the level has been following, against a level no accepted
@@ -204,7 +208,7 @@ def detect(
         s_dn = slow_ok & ~dn & (z5 <= -z_t) & (e_o - e5 >= floor) & (e_o - e5 >= drop_t * e_o) & (xi < e_o)
         up |= s_up
         dn |= s_dn
-        if common and dn.any() and ((r < FELL) & (zz <= -m.accept_z)).mean() >= COMMON_SHARE:
+        if common and dn.any() and ((below < FELL) & (below <= -m.accept_z * sigma)).sum() >= common_min:
             dn[:] = False  # many series fell together: a holiday, not an outage
         direction[i] = up.astype(np.int8) - dn.astype(np.int8)
         told |= up | dn

@@ -1,11 +1,19 @@
 """finops.yaml `anomaly:` section: monitors and their thresholds (AWS Cost Anomaly Detection
-style: an absolute $ floor AND a % threshold per monitor, plus our robust z)."""
+style: an absolute $ floor AND a % threshold per monitor, plus our robust z on the log scale,
+and the share spend must fall by for an outage alert).
+
+The defaults are the detector's (finops.anomaly.detect.Thresholds), chosen in
+bench/anomaly.py by tuning on half of its regimes and judging on the other half."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from finops.anomaly.detect import Thresholds
+
+_DEFAULT = Thresholds()
 
 MonitorType = Literal["provider", "service", "account", "team", "tag"]
 # Where a monitor's daily series comes from. "showback": showback_daily, which finops_showback
@@ -32,9 +40,14 @@ class _Model(BaseModel):
 class Monitor(_Model):
     type: MonitorType
     tag_key: str | None = Field(default=None, description="for type 'tag': canonical tag key, e.g. project")
-    abs_floor: float | None = Field(default=None, ge=0, description="$ above expected, default from anomaly.abs_floor")
+    abs_floor: float | None = Field(
+        default=None, ge=0, description="$ above expected, default from anomaly.abs_floor"
+    )
     pct: float | None = Field(default=None, ge=0, description="share above expected (0.35 = 35 %)")
     z: float | None = Field(default=None, gt=0)
+    drop_pct: float | None = Field(
+        default=None, gt=0, le=1, description="share spend must fall by (0.7 = 70 %)"
+    )
 
     @model_validator(mode="after")
     def _tag(self) -> Monitor:
@@ -56,17 +69,34 @@ class AnomalySettings(_Model):
     lookback_days: int = Field(default=120, ge=35, le=730)
     alert_window_days: int = Field(default=3, ge=1, le=31, description="only runs ending this recently alert")
     gap_days: int = Field(default=2, ge=0, le=7)
-    abs_floor: float = Field(default=50.0, ge=0)
-    pct: float = Field(default=0.35, ge=0)
-    z: float = Field(default=5.0, gt=0)
+    abs_floor: float = Field(default=_DEFAULT.abs_floor, ge=0)
+    pct: float = Field(default=_DEFAULT.pct, ge=0)
+    z: float = Field(default=_DEFAULT.z, gt=0, description="robust z-score on the log scale")
+    drop_pct: float = Field(
+        default=_DEFAULT.drop_pct,
+        gt=0,
+        le=1,
+        description="an outage alerts when spend falls by this share (0.7 = 70 %)",
+    )
     top_contributors: int = Field(default=5, ge=1, le=20)
-    monitors: list[Monitor] = Field(default_factory=lambda: [
-        Monitor(type="provider"), Monitor(type="service"), Monitor(type="account"), Monitor(type="team"),
-    ])
+    monitors: list[Monitor] = Field(
+        default_factory=lambda: [
+            Monitor(type="provider"),
+            Monitor(type="service"),
+            Monitor(type="account"),
+            Monitor(type="team"),
+        ]
+    )
 
     def thresholds(self, m: Monitor) -> tuple[float, float, float]:
-        return (self.abs_floor if m.abs_floor is None else m.abs_floor, self.pct if m.pct is None else m.pct,
-                self.z if m.z is None else m.z)
+        return (
+            self.abs_floor if m.abs_floor is None else m.abs_floor,
+            self.pct if m.pct is None else m.pct,
+            self.z if m.z is None else m.z,
+        )
+
+    def drop_pct_for(self, m: Monitor) -> float:
+        return self.drop_pct if m.drop_pct is None else m.drop_pct
 
 
 def parse_settings(data: Any) -> AnomalySettings:

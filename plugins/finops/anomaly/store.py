@@ -196,7 +196,7 @@ def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None
         if not mat.keys:
             continue
         floor, pct, z = settings.thresholds(mon)
-        det = detect(mat.x, Thresholds(abs_floor=floor, pct=pct, z=z))
+        det = detect(mat.x, Thresholds(abs_floor=floor, pct=pct, z=z, drop_pct=settings.drop_pct_for(mon)))
         events += [(mon, e) for e in to_events(mat, det, mon.name, view, settings.alert_window_days, settings.gap_days)]
     existing = [a for a in _load_open(wh) if source is None or source_of(a.monitor_type) == source]
     plan = reconcile(existing, [e for _, e in events], end, now, settings.abs_floor, settings.gap_days)
