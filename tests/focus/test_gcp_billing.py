@@ -27,19 +27,39 @@ def _usage(sku_id, sku_desc, cost, credits=(), **kw):
     return gen._row(
         service={"id": "6F81-5844-456A", "description": "Compute Engine"},
         sku={"id": sku_id, "description": sku_desc},
-        usage_start_time=T0, usage_end_time=T0 + timedelta(hours=1),
-        project={"id": "ml-training-prod", "number": "1", "name": "ML Training",
-                 "labels": [{"key": "team", "value": "ml"}, {"key": "env", "value": "prod"}], "ancestry_numbers": "/1/"},
+        usage_start_time=T0,
+        usage_end_time=T0 + timedelta(hours=1),
+        project={
+            "id": "ml-training-prod",
+            "number": "1",
+            "name": "ML Training",
+            "labels": [{"key": "team", "value": "ml"}, {"key": "env", "value": "prod"}],
+            "ancestry_numbers": "/1/",
+        },
         labels=[{"key": "team", "value": "research"}],
         system_labels=[{"key": "compute.googleapis.com/machine_spec", "value": "a2-highgpu-1g"}],
-        location={"location": "us-central1", "country": "US", "region": "us-central1", "zone": "us-central1-a"},
-        resource={"name": "trainer-0",
-                  "global_name": "//compute.googleapis.com/projects/ml-training-prod/zones/us-central1-a/instances/trainer-0"},
-        export_time=T0 + timedelta(hours=5), cost=cost, cost_at_list=kw.pop("cost_at_list", cost),
+        location={
+            "location": "us-central1",
+            "country": "US",
+            "region": "us-central1",
+            "zone": "us-central1-a",
+        },
+        resource={
+            "name": "trainer-0",
+            "global_name": "//compute.googleapis.com/projects/ml-training-prod/zones/us-central1-a/instances/trainer-0",
+        },
+        export_time=T0 + timedelta(hours=5),
+        cost=cost,
+        cost_at_list=kw.pop("cost_at_list", cost),
         usage={"amount": 3600.0, "unit": "seconds", "amount_in_pricing_units": 1.0, "pricing_unit": "hour"},
-        credits=list(credits), invoice={"month": "202610", "publisher_type": "GOOGLE"},
-        price={"effective_price": Decimal("2.5"), "tier_start_amount": Decimal(0), "unit": "hour",
-               "pricing_unit_quantity": Decimal(1)},
+        credits=list(credits),
+        invoice={"month": "202610", "publisher_type": "GOOGLE"},
+        price={
+            "effective_price": Decimal("2.5"),
+            "tier_start_amount": Decimal(0),
+            "unit": "hour",
+            "pricing_unit_quantity": Decimal(1),
+        },
         **kw,
     )
 
@@ -53,22 +73,47 @@ def hand_rows(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("gcp_hand")
     rows = [
         # 1: A100 hour, list 3.00, cost 2.50, SUD -0.50 and promo -1.00
-        _usage("A100", "Nvidia Tesla A100 GPU running in Americas", 2.5, cost_at_list=3.0,
-               credits=[_credit("SUSTAINED_USAGE_DISCOUNT", -0.5), _credit("PROMOTION", -1.0, "promo-1")]),
+        _usage(
+            "A100",
+            "Nvidia Tesla A100 GPU running in Americas",
+            2.5,
+            cost_at_list=3.0,
+            credits=[_credit("SUSTAINED_USAGE_DISCOUNT", -0.5), _credit("PROMOTION", -1.0, "promo-1")],
+        ),
         # 2: CUD-covered hour, fully offset
-        _usage("A100", "Nvidia Tesla A100 GPU running in Americas", 2.5,
-               credits=[_credit("COMMITTED_USAGE_DISCOUNT", -2.5, "CommittedUsageDiscount:abc")]),
+        _usage(
+            "A100",
+            "Nvidia Tesla A100 GPU running in Americas",
+            2.5,
+            credits=[_credit("COMMITTED_USAGE_DISCOUNT", -2.5, "CommittedUsageDiscount:abc")],
+        ),
         # 3: spot
         _usage("L4SPOT", "Spot Preemptible Nvidia L4 GPU running in Americas", 0.22),
         # 4: tax (no project), 5: adjustment, 6: commitment fee
-        gen._row(service={"id": "X", "description": "Invoice"}, sku={"id": "TAX", "description": "Tax"},
-                 usage_start_time=T0, usage_end_time=T0 + timedelta(days=1), project=None, export_time=T0,
-                 cost=0.42, cost_type="tax", usage={"amount": 0.0, "unit": None, "amount_in_pricing_units": 0.0,
-                                                     "pricing_unit": None},
-                 invoice={"month": "202610", "publisher_type": "GOOGLE"}),
-        _usage("A100", "Nvidia Tesla A100 GPU running in Americas", -1.25, cost_type="adjustment",
-               adjustment_info={"id": "adj-1", "description": "Goodwill credit", "mode": "MANUAL_ADJUSTMENT",
-                                "type": "GENERAL_ADJUSTMENT"}),
+        gen._row(
+            service={"id": "X", "description": "Invoice"},
+            sku={"id": "TAX", "description": "Tax"},
+            usage_start_time=T0,
+            usage_end_time=T0 + timedelta(days=1),
+            project=None,
+            export_time=T0,
+            cost=0.42,
+            cost_type="tax",
+            usage={"amount": 0.0, "unit": None, "amount_in_pricing_units": 0.0, "pricing_unit": None},
+            invoice={"month": "202610", "publisher_type": "GOOGLE"},
+        ),
+        _usage(
+            "A100",
+            "Nvidia Tesla A100 GPU running in Americas",
+            -1.25,
+            cost_type="adjustment",
+            adjustment_info={
+                "id": "adj-1",
+                "description": "Goodwill credit",
+                "mode": "MANUAL_ADJUSTMENT",
+                "type": "GENERAL_ADJUSTMENT",
+            },
+        ),
         _usage("CUDFEE", "Commitment v1: A100 GPU in Americas for 1 Year", 100.0),
     ]
     res, out = convert(CONVERTER, [_write(rows, tmp_path)], provider="gcp", period="2026-10", tmp=tmp_path)
@@ -108,7 +153,11 @@ def test_cud_usage(hand_rows):
     assert cud["commitment_discount_category"] == "Usage"
     assert cud["commitment_discount_status"] == "Used"
     fee = next(r for r in out if r["sku_id"] == "CUDFEE")
-    assert (fee["charge_category"], fee["charge_frequency"], fee["pricing_category"]) == ("Usage", "Recurring", "Committed")
+    assert (fee["charge_category"], fee["charge_frequency"], fee["pricing_category"]) == (
+        "Usage",
+        "Recurring",
+        "Committed",
+    )
 
 
 def test_spot_tax_adjustment(hand_rows):
@@ -130,8 +179,11 @@ def test_dimensions_tags_location_resource(hand_rows):
     _, out = hand_rows
     r = next(r for r in out if r["sku_id"] == "L4SPOT")
     # resource label 'team' overrides the project label; system label kept
-    assert json.loads(r["tags"]) == {"team": "research", "env": "prod",
-                                     "compute.googleapis.com/machine_spec": "a2-highgpu-1g"}
+    assert json.loads(r["tags"]) == {
+        "team": "research",
+        "env": "prod",
+        "compute.googleapis.com/machine_spec": "a2-highgpu-1g",
+    }
     assert r["region_id"] == "us-central1" and r["region_name"] == "Iowa"
     assert r["availability_zone"] == "us-central1-a"
     assert r["resource_type"] == "instances" and r["resource_name"] == "trainer-0"
@@ -139,10 +191,12 @@ def test_dimensions_tags_location_resource(hand_rows):
     assert r["provider_name"] == r["invoice_issuer_name"] == "Google Cloud"
     assert r["invoice_id"] == "01A2B3-C4D5E6-F7G8H9-202610" and r["service_subcategory"] == "Virtual Machines"
     # invoice.month is a Pacific month: Pacific midnights (PDT) as naive UTC
-    assert r["billing_period_start"] == datetime(2026, 10, 1, 7) and r["billing_period_end"] == datetime(2026, 11, 1, 7)
+    assert r["billing_period_start"] == datetime(2026, 10, 1, 7) and r["billing_period_end"] == datetime(
+        2026, 11, 1, 7
+    )
     assert r["charge_period_start"] == datetime(2026, 10, 3, 10)
     assert r["consumed_quantity"] == 3600 and r["consumed_unit"] == "seconds"
-    assert r["pricing_quantity"] == 1 and r["pricing_unit"] == "hour"
+    assert r["pricing_quantity"] == 1 and r["pricing_unit"] == "Hours"
     assert (r["x_source"], r["x_billing_period"], r["x_provider"]) == ("src", "2026-10", "gcp")
 
 
@@ -174,12 +228,15 @@ def test_missing_columns_are_a_clear_error(tmp_path, finops_home):
     assert "credits" in str(e.value)
 
 
-@pytest.mark.parametrize(("period", "first", "last"), [
-    # Oct 1 00:00 PDT .. Oct 31 23:00 PDT = Nov 1 06:00 UTC (its invoice month is still October)
-    ("2026-10", datetime(2026, 10, 1, 7, tzinfo=UTC), datetime(2026, 11, 1, 6, tzinfo=UTC)),
-    # March starts in PST (08:00 UTC) and ends in PDT (07:00 UTC): a 743-hour month
-    ("2026-03", datetime(2026, 3, 1, 8, tzinfo=UTC), datetime(2026, 4, 1, 6, tzinfo=UTC)),
-])
+@pytest.mark.parametrize(
+    ("period", "first", "last"),
+    [
+        # Oct 1 00:00 PDT .. Oct 31 23:00 PDT = Nov 1 06:00 UTC (its invoice month is still October)
+        ("2026-10", datetime(2026, 10, 1, 7, tzinfo=UTC), datetime(2026, 11, 1, 6, tzinfo=UTC)),
+        # March starts in PST (08:00 UTC) and ends in PDT (07:00 UTC): a 743-hour month
+        ("2026-03", datetime(2026, 3, 1, 8, tzinfo=UTC), datetime(2026, 4, 1, 6, tzinfo=UTC)),
+    ],
+)
 def test_pacific_invoice_month_edges_validate(tmp_path, finops_home, period, first, last):
     """A month's first and last Pacific hours are in UTC outside the UTC month; they are still on
     this invoice and must load, not quarantine the whole month as 'ends after its billing period'."""
@@ -188,10 +245,14 @@ def test_pacific_invoice_month_edges_validate(tmp_path, finops_home, period, fir
     rows = []
     for t in (first, last):
         r = _usage("A100", "Nvidia Tesla A100 GPU running in Americas", 2.5)
-        r.update(usage_start_time=t, usage_end_time=t + timedelta(hours=1), invoice={"month": period.replace("-", ""),
-                                                                                 "publisher_type": "GOOGLE"})
+        r.update(
+            usage_start_time=t,
+            usage_end_time=t + timedelta(hours=1),
+            invoice={"month": period.replace("-", ""), "publisher_type": "GOOGLE"},
+        )
         rows.append(r)
     res, _ = convert(CONVERTER, [_write(rows, tmp_path)], provider="gcp", period=period, tmp=tmp_path)
-    report = validate_staging([res.staging_file], source="src", billing_period=period,
-                              raw_billed_total=res.raw_billed_total)
+    report = validate_staging(
+        [res.staging_file], source="src", billing_period=period, raw_billed_total=res.raw_billed_total
+    )
     assert report.failures == [] and report.success

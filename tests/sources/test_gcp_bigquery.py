@@ -17,8 +17,12 @@ from finops.sources import gcp_bigquery
 def _schema(fields):
     from google.cloud import bigquery
 
-    return [bigquery.SchemaField(f["name"], f["type"], mode=f.get("mode", "NULLABLE"), fields=_schema(f.get("fields", [])))
-            for f in fields]
+    return [
+        bigquery.SchemaField(
+            f["name"], f["type"], mode=f.get("mode", "NULLABLE"), fields=_schema(f.get("fields", []))
+        )
+        for f in fields
+    ]
 
 
 @pytest.fixture
@@ -46,7 +50,8 @@ def test_extract_load_reload_late_rows(gcp_export, gcp_bq_client, duckdb_wh, pro
     assert len(batches) == 1 and batches[0].files[0].exists()
     n_rows = len(sample.rows)
     assert progress_lines and progress_lines[-1].startswith(
-        f"gcp-main 2026-10: BigQuery extract: {n_rows:,} of {n_rows:,} rows (100%), ")
+        f"gcp-main 2026-10: BigQuery extract: {n_rows:,} of {n_rows:,} rows (100%), "
+    )
     conv = gcp_bigquery.converter_for(src)
     entry = load_batch(duckdb_wh, batches[0], conv)
     assert entry.status == "loaded", entry.message
@@ -82,4 +87,4 @@ def test_empty_month_and_bad_identifiers(gcp_export):
     with pytest.raises(ValueError, match="not a valid BigQuery identifier"):
         gcp_bigquery.plan_batches(bad, "2026-10")
     with pytest.raises(ValueError, match="not supported"):
-        gcp_bigquery.converter_for(src.model_copy(update={"format": "standard"}))
+        gcp_bigquery.converter_for(src.model_copy(update={"format": "other"}))

@@ -1,10 +1,12 @@
-"""GCP detailed (resource-level) billing export -> FOCUS 1.2 rows, as DuckDB SQL.
+"""GCP standard and detailed usage cost exports -> FOCUS 1.2 rows, as DuckDB SQL.
 
-Input: parquet files holding rows of `gcp_billing_export_resource_v1_<ACCOUNT>` exactly
-as BigQuery returns them (nested `service`, `sku`, `project`, `location`, `resource`,
-`invoice`, `price`, `usage`; repeated `labels`, `system_labels`, `project.labels`,
-`credits`). Money is FLOAT64 in the export; it is cast to DECIMAL(38,10) once, the
-same way on both sides of the reconciliation.
+Input: parquet files holding rows of `gcp_billing_export_v1_<ACCOUNT>` (standard) or
+`gcp_billing_export_resource_v1_<ACCOUNT>` (detailed, resource-level) exactly as BigQuery
+returns them (nested `service`, `sku`, `project`, `location`, `resource`, `invoice`, `price`,
+`usage`; repeated `labels`, `system_labels`, `tags`, `project.labels`, `project.ancestors`,
+`credits`), of any schema version: finops.focus.gcp_export_schema fills what an older or
+standard table lacks with NULLs. Money is FLOAT64 in the export; it is cast to
+DECIMAL(38,10) once, the same way on both sides of the reconciliation.
 
 Credit rule (FOCUS: BilledCost is "inclusive of all reduced rates and discounts"):
 - discount-type credits (SUSTAINED_USAGE_DISCOUNT, COMMITTED_USAGE_DISCOUNT[_DOLLAR_BASE],
@@ -24,18 +26,28 @@ Purchase row's EffectiveCost to 0 with nothing amortised in its place; the fee r
 ChargeFrequency 'Recurring' and PricingCategory 'Committed'), tax -> Tax, adjustment / rounding_error -> Adjustment (ChargeClass
 'Correction' when adjustment_info is present). Spot / preemptible SKUs -> PricingCategory
 'Dynamic', CUD-covered usage -> 'Committed'.
+
+Units: usage.pricing_unit / usage.unit ('hour', 'gibibyte month', 'byte-seconds', ...) go through
+finops.focus.units into FOCUS UnitFormat. `price.effective_price` is the price of
+`price.pricing_unit_quantity` units (Google: "$1 per 1000000 bytes" shows 1000000), so the
+per-unit ContractedUnitPrice divides by it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+from finops.focus import gcp_export_schema
 from finops.focus.projection import (
     files_list,
     lineage,
     lit,
+    other_subcategory_sql,
     period_bounds_sql,
     raw_totals_by_currency,
     select_list,
 )
+from finops.focus.units import unit_sql
 
 MONEY = "DECIMAL(38,10)"
 PROMO = "'PROMOTION'"
@@ -48,12 +60,13 @@ INVOICE_TZ = "America/Los_Angeles"
 SERVICE_CATEGORIES: dict[str, str] = {
     "Compute Engine": "Compute",
     "Kubernetes Engine": "Compute",
+    "Google Kubernetes Engine": "Compute",
     "Cloud Run": "Compute",
     "Cloud Functions": "Compute",
     "App Engine": "Compute",
     "Cloud Storage": "Storage",
     "Filestore": "Storage",
-    "BigQuery": "Analytics",
+    "BigQuery": "Databases",
     "Dataflow": "Analytics",
     "Dataproc": "Analytics",
     "Pub/Sub": "Integration",
@@ -83,12 +96,13 @@ SERVICE_CATEGORIES: dict[str, str] = {
 SERVICE_SUBCATEGORIES: dict[str, str] = {
     "Compute Engine": "Virtual Machines",
     "Kubernetes Engine": "Containers",
+    "Google Kubernetes Engine": "Containers",
     "Cloud Run": "Serverless Compute",
     "Cloud Functions": "Serverless Compute",
     "App Engine": "Serverless Compute",
     "Cloud Storage": "Object Storage",
     "Filestore": "File Storage",
-    "BigQuery": "Analytics Platforms",
+    "BigQuery": "Data Warehouses",
     "Dataflow": "Data Processing",
     "Dataproc": "Data Processing",
     "Pub/Sub": "Messaging",
@@ -148,12 +162,15 @@ def _credit_sum(cond: str) -> str:
 
 
 def _tags(row: str = "") -> str:
-    """One JSON object from project.labels, system_labels and labels (later ones win:
-    a resource label overrides the project label of the same key). Keys sorted so a
-    reload writes byte-identical rows."""
+    """One JSON object from project.labels, tags (Resource Manager tags, inherited ones too),
+    system_labels and labels; later ones win (a resource label overrides a tag or project label
+    of the same key, the order Google's FOCUS view ranks them). Keys sorted so a reload writes
+    byte-identical rows."""
     p = f"{row}." if row else ""
+    tags = f"list_transform(COALESCE({p}tags, []), lambda t: {{'key': t.key, 'value': t.value}})"
     all_labels = (
-        f"(COALESCE({p}project.labels, []) || COALESCE({p}system_labels, []) || COALESCE({p}labels, []))"
+        f"(COALESCE({p}project.labels, []) || {tags} || COALESCE({p}system_labels, []) "
+        f"|| COALESCE({p}labels, []))"
     )
     return (
         "(SELECT CASE WHEN count(*) > 0 THEN to_json(map_from_entries(list((k, v) ORDER BY k))) END FROM ("
@@ -163,22 +180,41 @@ def _tags(row: str = "") -> str:
     )
 
 
-class GcpDetailedConverter:
-    """Converter for the GCP detailed usage cost export (spine Converter protocol)."""
+# FOCUS columns the export has no field for, filled on every row (derived_counts_sql).
+DERIVED_ON_EVERY_ROW = ("ChargeDescription", "ChargeFrequency", "InvoiceId", "ServiceSubcategory")
 
-    name = "gcp_detailed"
+
+class GcpBillingConverter:
+    """Converter for the GCP standard and detailed usage cost exports (spine Converter protocol)."""
+
     provider = "gcp"
-    required_raw_columns = (
-        "billing_account_id", "service", "sku", "usage_start_time", "usage_end_time", "project", "labels",
-        "system_labels", "location", "resource", "cost", "currency", "usage", "credits", "invoice", "cost_type",
-        "adjustment_info", "price", "cost_at_list", "transaction_type", "seller_name",
-    )
+    required_raw_columns = gcp_export_schema.REQUIRED
+
+    def __init__(self, name: str = "gcp_detailed") -> None:
+        self.name = name
 
     def reader_sql(self, files: list[str]) -> str:
         return f"SELECT * FROM read_parquet({files_list(files)}, union_by_name = true)"
 
+    def normalize_sql(self, raw: str, columns: Mapping[str, str]) -> str:
+        return gcp_export_schema.normalize_sql(raw, columns)
+
+    def variant(self, columns: Sequence[str]) -> str:
+        return gcp_export_schema.variant(list(columns))
+
+    def derived_counts_sql(self, raw: str) -> str:
+        """(column, rows) for the FOCUS columns GCP's export has no field for: ChargeDescription
+        (from sku.description, or the adjustment's description), ChargeFrequency (from cost_type),
+        InvoiceId (provisional: account + invoice month) and ServiceSubcategory (our service
+        table; `Other (<ServiceCategory>)` for a service it does not know)."""
+        return " UNION ALL ".join(
+            f"SELECT {lit(c)} AS column, count(*) AS rows FROM {raw}" for c in DERIVED_ON_EVERY_ROW
+        )
+
     def raw_billed_totals_sql(self, raw: str) -> str:
-        return raw_totals_by_currency(raw, "currency", f"COALESCE({_money('cost')}, 0) + {_credit_sum('true')}")
+        return raw_totals_by_currency(
+            raw, "currency", f"COALESCE({_money('cost')}, 0) + {_credit_sum('true')}"
+        )
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         start, end = period_bounds_sql(ctx.billing_period, INVOICE_TZ)  # type: ignore[attr-defined]
@@ -201,10 +237,10 @@ class GcpDetailedConverter:
     def _prepared(raw: str) -> str:
         """Per raw row: exact money, the CUD credit (if any), merged tags, category."""
         return f"""SELECT *,
-  {_money('cost')} AS x_cost,
-  {_money('COALESCE(cost_at_list, cost)')} AS x_list,
-  {_credit_sum(f'c.type <> {PROMO}')} AS x_discounts,
-  {_credit_sum(f'c.type <> {PROMO} AND c.type NOT IN {COMMITMENT_TYPES}')} AS x_contract_discounts,
+  {_money("cost")} AS x_cost,
+  {_money("COALESCE(cost_at_list, cost)")} AS x_list,
+  {_credit_sum(f"c.type <> {PROMO}")} AS x_discounts,
+  {_credit_sum(f"c.type <> {PROMO} AND c.type NOT IN {COMMITMENT_TYPES}")} AS x_contract_discounts,
   list_filter(credits, lambda c: c.type IN {COMMITMENT_TYPES})[1] AS x_cud,
   {_tags()} AS x_tags,
   CASE lower(cost_type)
@@ -247,7 +283,11 @@ FROM {raw}"""
             "tags": "x_tags",
             # provisional invoice id (the export has none): one invoice per account and month
             "invoice_id": "billing_account_id || '-' || invoice.month",
-            "service_subcategory": _case("service.description", SERVICE_SUBCATEGORIES, "'Other (Other)'"),
+            "service_subcategory": _case(
+                "service.description",
+                SERVICE_SUBCATEGORIES,
+                other_subcategory_sql(_case("service.description", SERVICE_CATEGORIES, "'Other'")),
+            ),
             "x_usage_type": "sku.description",
             "x_instance_type": "x_machine",
         }
@@ -265,18 +305,21 @@ FROM {raw}"""
             "charge_category": "x_category",
             "charge_class": "CASE WHEN lower(cost_type) IN ('adjustment', 'rounding_error') "
             "AND adjustment_info.id IS NOT NULL THEN 'Correction' END",
-            "charge_description": "COALESCE(adjustment_info.description, sku.description)",
+            "charge_description": "COALESCE(adjustment_info.description, sku.description, service.description, "
+            "cost_type)",
             "charge_frequency": "CASE WHEN x_category = 'Usage' AND x_cud_fee THEN 'Recurring' "
             "WHEN x_category = 'Usage' THEN 'Usage-Based' ELSE 'One-Time' END",
             "charge_period_start": "timezone('UTC', usage_start_time)",
             "charge_period_end": "timezone('UTC', usage_end_time)",
             "pricing_quantity": f"CASE WHEN {regular} THEN usage.amount_in_pricing_units END",
-            "pricing_unit": f"CASE WHEN {regular} THEN usage.pricing_unit END",
+            "pricing_unit": f"CASE WHEN {regular} THEN {unit_sql('usage.pricing_unit')} END",
             "consumed_quantity": f"CASE WHEN {is_usage} THEN usage.amount END",
-            "consumed_unit": f"CASE WHEN {is_usage} THEN usage.unit END",
-            "contracted_unit_price": f"CASE WHEN {regular} THEN price.effective_price END",
+            "consumed_unit": f"CASE WHEN {is_usage} THEN {unit_sql('usage.unit')} END",
+            # effective_price is per price.pricing_unit_quantity units: per one unit here
+            "contracted_unit_price": f"CASE WHEN {regular} THEN CAST(price.effective_price AS DECIMAL(38,12)) "
+            "/ COALESCE(NULLIF(CAST(price.pricing_unit_quantity AS DECIMAL(38,12)), 0), 1) END",
             "list_unit_price": f"CASE WHEN {regular} AND usage.amount_in_pricing_units > 0 "
-            "THEN cost_at_list / usage.amount_in_pricing_units END",
+            "THEN CAST(cost_at_list AS DECIMAL(38,12)) / CAST(usage.amount_in_pricing_units AS DECIMAL(38,12)) END",
             "pricing_category": f"CASE WHEN NOT {regular} THEN NULL WHEN x_cud IS NOT NULL OR x_cud_fee "
             "THEN 'Committed' WHEN x_spot THEN 'Dynamic' ELSE 'Standard' END",
             "commitment_discount_category": "CASE x_cud.type WHEN 'COMMITTED_USAGE_DISCOUNT' THEN 'Usage' "
@@ -310,4 +353,5 @@ FROM {raw}"""
         }
 
 
-CONVERTER = GcpDetailedConverter()
+CONVERTER = GcpBillingConverter("gcp_detailed")
+STANDARD = GcpBillingConverter("gcp_standard")

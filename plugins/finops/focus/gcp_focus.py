@@ -1,76 +1,213 @@
-"""GCP's own FOCUS view / FOCUS export (BigQuery) -> our FOCUS table.
+"""Google Cloud data already in FOCUS form -> our FOCUS table. Three shapes, one converter:
 
-Google's published FOCUS BigQuery view (looker-open-source/google_cloud_focus,
-focus_bigquery_view.sql) already nets every credit: `BilledCost = EffectiveCost = cost +
-SUM(credits.amount)`, `ContractedCost = cost`; the `x_Credits` array (Name, Amount,
-FullName, Id, Type) only itemises what was netted. So SUM(BilledCost) is the invoice and
-is the raw total; adding x_Credits on top would count every credit twice. As the detailed
-converter does, PROMOTION entries are taken back out of their row and become their own
-ChargeCategory='Credit' rows (same account / project / service / tags as the parent), so
-promotional credit stays visible in showback; discount-type credits stay netted. Totals are
-unchanged by the split. An export without x_Credits simply passes through.
+- Google's FOCUS export (`gcp_billing_export_focus_<ACCOUNT>`, Preview): FOCUS 1.x columns
+  plus x_Credits, x_Project (Id, Number, Name, AncestryNumbers, Ancestors), x_Labels,
+  x_SystemLabels, x_ProjectLabels, x_Tags (Key, Value, x_Inherited, x_Namespace) ...; it has
+  no Tags, ServiceCategory, ServiceSubcategory, ChargeFrequency, InvoiceIssuerName,
+  InvoiceId or CommitmentDiscount* columns.
+- Google's published FOCUS BigQuery view over the detailed export
+  (looker-open-source/google_cloud_focus, focus_bigquery_view.sql): Tags as
+  ARRAY<STRUCT<key, value, x_type, x_inherited, x_namespace>>, x_Credits, x_Project
+  (id, number, name, ...), SubAccountId = the billing account, ServiceCategory from the
+  pricing export's product taxonomy, lower-case enum values, BillingPeriodEnd the last day.
+- A FOCUS file for Google Cloud (CSV or parquet, e.g. the FinOps Foundation's sample data):
+  the spec's columns, Tags as a JSON object text.
 
-Other fixes: lower-case enum values ('usage', 'committed') are canonicalised; the view's
-BillingPeriodStart/End are Pacific midnights with an inclusive last day, so the period
-bounds come from the billing period we queried (Pacific midnights, end exclusive); ServiceCategory falls back to our
-service map when the view's value (a Google product taxonomy) is not a FOCUS category;
-Tags (ARRAY<STRUCT<key, value, x_type, ...>>) become one JSON object where a resource
-label beats a system label beats a tag beats a project label.
+Credits: both Google shapes already net every credit: `BilledCost = EffectiveCost = cost +
+SUM(credits.amount)`; x_Credits only itemises what was netted, so SUM(BilledCost) is the
+invoice and the raw total. As the detailed converter does, PROMOTION entries are taken back
+out of their row and become their own ChargeCategory='Credit' rows (same account / project /
+service / tags as the parent); discount-type credits stay netted. Totals are unchanged.
+
+What the export lacks or spells otherwise is filled, and counted by `derived_counts_sql`:
+ServiceCategory (kept when it is a FOCUS category, else our service table), ServiceSubcategory
+(kept when valid under that category, else our table, else `Other (<ServiceCategory>)`),
+ChargeFrequency (from ChargeCategory), InvoiceIssuerName / PublisherName ('Google Cloud'),
+InvoiceId (provisional: account + month), SubAccount* (x_Project), CommitmentDiscount* (the
+CUD entry of x_Credits), units (FOCUS UnitFormat via finops.focus.units). Billing period bounds:
+the export's own when they are UTC midnights of the period, else the invoice month's Pacific
+midnights (the view's end is an inclusive last day).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from finops.focus.gcp_billing import INVOICE_TZ, SERVICE_CATEGORIES, SERVICE_SUBCATEGORIES, _case
 from finops.focus.native_focus import NativeFocusConverter
-from finops.focus.projection import lineage, period_bounds_sql, select_list
+from finops.focus.projection import lineage, lit, other_subcategory_sql, period_bounds_sql, select_list
+from finops.focus.schema import BY_NAME
+from finops.focus.schema import SERVICE_SUBCATEGORIES as SUBCATEGORY_PARENT
+from finops.focus.units import unit_sql
 
 MONEY = "DECIMAL(38,10)"
 _CREDITS_T = "STRUCT(Name VARCHAR, Amount DECIMAL(38,10), FullName VARCHAR, Id VARCHAR, Type VARCHAR)[]"
 PROMO = "'PROMOTION'"
 _PROMO_SUM = (
-    f"COALESCE(list_sum(list_transform(list_filter(\"x_Credits\", lambda c: c.Type = {PROMO}), "
+    f'COALESCE(list_sum(list_transform(list_filter("x_Credits", lambda c: c.Type = {PROMO}), '
     f"lambda c: CAST(c.Amount AS {MONEY}))), 0)"
 )
+_CUD = (
+    "list_filter(\"x_Credits\", lambda c: c.Type IN ('COMMITTED_USAGE_DISCOUNT', "
+    "'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE'))[1]"
+)
+_SERVICE_NAME = '"ServiceName"'
 _TAG_PRIORITY = "CASE e.x_type WHEN 'label' THEN 4 WHEN 'system_label' THEN 3 WHEN 'tag' THEN 2 ELSE 1 END"
+# Google's FOCUS export: its label / tag arrays, lowest priority first (a resource label wins).
+_EXPORT_TAG_ARRAYS = ("x_ProjectLabels", "x_Tags", "x_SystemLabels", "x_Labels")
+GOOGLE_EXPORT_MARKERS = frozenset(c.lower() for c in _EXPORT_TAG_ARRAYS)
+VIEW_MARKERS = frozenset({"x_project", "x_exporttime", "x_location"})
+
+
+def _text(col: str) -> str:
+    return f"NULLIF(trim(CAST(\"{col}\" AS VARCHAR)), '')"
+
+
+def _valid(col: str) -> str:
+    """The export's value of an enumerated FOCUS column when it is an allowed one (any case)."""
+    allowed = ", ".join(lit(a.lower()) for a in BY_NAME[col].allowed or ())
+    return f"lower({_text(col)}) IN ({allowed})"
+
+
+def _subcategory_parent(expr: str) -> str:
+    whens = " ".join(f"WHEN {lit(s)} THEN {lit(p)}" for s, p in SUBCATEGORY_PARENT.items())
+    return f"CASE {expr} {whens} END"
 
 
 class GcpFocusConverter(NativeFocusConverter):
     name = "gcp_focus"
     provider = "gcp"
-    file_format = "parquet"
+    file_format = "auto"
     extra_columns = {
         "x_Credits": _CREDITS_T,
         "x_CostType": "VARCHAR",
         "x_ServiceId": "VARCHAR",
+        "x_SubscriptionInstanceId": "VARCHAR",
     }
     fallbacks = {
         "billing_account_name": "NULLIF(trim(CAST(\"BillingAccountId\" AS VARCHAR)), '')",
-        "invoice_issuer_name": "NULLIF(trim(CAST(\"ProviderName\" AS VARCHAR)), '')",
+        "invoice_issuer_name": "COALESCE(NULLIF(trim(CAST(\"ProviderName\" AS VARCHAR)), ''), 'Google Cloud')",
         "provider_name": "'Google Cloud'",
         "publisher_name": "'Google Cloud'",
-        "service_category": _case("\"ServiceName\"", SERVICE_CATEGORIES, "'Other'"),
-        "service_subcategory": _case("\"ServiceName\"", SERVICE_SUBCATEGORIES, "'Other (Other)'"),
+        "service_category": _case('"ServiceName"', SERVICE_CATEGORIES, "'Other'"),
         "charge_frequency": "CASE lower(\"ChargeCategory\") WHEN 'usage' THEN 'Usage-Based' "
         "WHEN 'purchase' THEN 'Recurring' ELSE 'One-Time' END",
     }
 
-    def tags_sql(self) -> str:
-        return (
-            "(SELECT CASE WHEN count(*) > 0 THEN to_json(map_from_entries(list((k, v) ORDER BY k))) END FROM ("
-            f"SELECT e.key AS k, arg_max(e.value, {_TAG_PRIORITY}) AS v FROM (SELECT unnest(\"Tags\") AS e) "
-            "GROUP BY e.key))"
+    # -- variant and derived columns (spine extras) -------------------------------------
+    def variant(self, columns: Sequence[str]) -> str:
+        names = {c.lower() for c in columns}
+        if names & GOOGLE_EXPORT_MARKERS:
+            return "GCP FOCUS export (gcp_billing_export_focus_*)"
+        if names & VIEW_MARKERS:
+            return "GCP FOCUS BigQuery view (google_cloud_focus)"
+        return "FOCUS file (Google Cloud)"
+
+    def derived_counts_sql(self, raw: str) -> str:
+        """(column, rows): rows whose value we filled because the export had none (or none valid)."""
+        category = self._category()
+        checks = {
+            "ServiceCategory": f"NOT COALESCE(lower({_text('ServiceCategory')}) = lower({category}), false)",
+            "ServiceSubcategory": f"NOT COALESCE({_subcategory_parent(_text('ServiceSubcategory'))} = {category}, "
+            "false)",
+            "ChargeFrequency": f"NOT COALESCE({_valid('ChargeFrequency')}, false)",
+            "ChargeDescription": f"{_text('ChargeDescription')} IS NULL",
+            "InvoiceId": f"{_text('InvoiceId')} IS NULL",
+            "InvoiceIssuerName": f"{_text('InvoiceIssuerName')} IS NULL",
+            "BillingAccountName": f"{_text('BillingAccountName')} IS NULL",
+        }
+        parts = [
+            f"SELECT {lit(c)} AS column, count(*) FILTER (WHERE {cond}) AS rows FROM {raw}"
+            for c, cond in checks.items()
+        ]
+        return f"SELECT * FROM ({' UNION ALL '.join(parts)}) WHERE rows > 0"
+
+    # -- mapping -------------------------------------------------------------------------
+    def _category(self) -> str:
+        """One ServiceCategory per ServiceName across every GCP source in the warehouse (the
+        validator checks it over the whole export): our service table for the services it
+        knows (the same the detailed converter uses), else the export's value when it is a
+        FOCUS category, else 'Other'."""
+        known = ", ".join(lit(k) for k in SERVICE_CATEGORIES)
+        ours = _case(_SERVICE_NAME, SERVICE_CATEGORIES, "NULL")
+        return f"CASE WHEN {_SERVICE_NAME} IN ({known}) THEN {ours} ELSE {self.columns()['service_category']} END"
+
+    def _tags(self, cols: Mapping[str, str]) -> str:
+        """Tags as one JSON object from whichever form this export carries."""
+        lower = {c.lower(): c for c in cols}
+        merged = "(SELECT CASE WHEN count(*) > 0 THEN to_json(map_from_entries(list((k, v) ORDER BY k))) END FROM ("
+        if "tags" in lower and "STRUCT" in cols[lower["tags"]].upper():  # the view: array with x_type
+            return (
+                f"{merged}SELECT e.key AS k, arg_max(e.value, {_TAG_PRIORITY}) AS v "
+                'FROM (SELECT unnest("Tags") AS e) GROUP BY e.key))'
+            )
+        if "tags" in lower:  # a FOCUS file: a JSON object as text
+            t = _text("Tags")
+            return (
+                f"CASE WHEN json_valid({t}) AND json_type({t}) = 'OBJECT' THEN CAST(json({t}) AS VARCHAR) END"
+            )
+        arrays = [lower[a.lower()] for a in _EXPORT_TAG_ARRAYS if a.lower() in lower]
+        if not arrays:
+            return "NULL"
+        ranked = " || ".join(
+            f"list_transform(COALESCE(\"{a}\", []), lambda e: {{'k': e.Key, 'v': e.Value, 'p': {i}}})"
+            for i, a in enumerate(arrays)
         )
+        return f"{merged}SELECT e.k AS k, arg_max(e.v, e.p) AS v FROM (SELECT unnest({ranked}) AS e) GROUP BY e.k))"
+
+    def _mapped(self, cols: Mapping[str, str], period: str) -> dict[str, str]:
+        out = self.columns()
+        lower = {c.lower() for c in cols}
+        out["service_category"] = category = self._category()
+        mapped_sub = _case('"ServiceName"', SERVICE_SUBCATEGORIES, "NULL")
+        out["service_subcategory"] = (
+            f"CASE WHEN {_subcategory_parent(mapped_sub)} = {category} THEN {mapped_sub} "
+            f"WHEN {_subcategory_parent(_text('ServiceSubcategory'))} = {category} "
+            f"THEN {_text('ServiceSubcategory')} "
+            f"ELSE {other_subcategory_sql(category)} END"
+        )
+        for unit in ("pricing_unit", "consumed_unit", "commitment_discount_unit"):
+            out[unit] = unit_sql(out[unit])
+        # bounds: the export's own when they are the UTC month, else the invoice month's Pacific midnights
+        start, end = period_bounds_sql(period, INVOICE_TZ)
+        utc_start, utc_end = period_bounds_sql(period, None)
+        own = f"{out['billing_period_start']} = {utc_start}"
+        out["billing_period_start"] = f"CASE WHEN {own} THEN {utc_start} ELSE {start} END"
+        out["billing_period_end"] = f"CASE WHEN {own} THEN {utc_end} ELSE {end} END"
+        if "x_project" in lower:  # the view's SubAccountId is the billing account: x_Project is the project
+            out["sub_account_id"] = f'COALESCE("x_Project".id, {out["sub_account_id"]})'
+            out["sub_account_name"] = f'COALESCE({out["sub_account_name"]}, "x_Project".name)'
+        out["sub_account_type"] = (
+            f"COALESCE({out['sub_account_type']}, CASE WHEN {out['sub_account_id']} "
+            "IS NOT NULL THEN 'Project' END)"
+        )
+        # commitment discount from the CUD entry of x_Credits when the export has no such columns
+        cud = _CUD
+        out["commitment_discount_id"] = f"COALESCE({out['commitment_discount_id']}, {cud}.Id)"
+        out["commitment_discount_name"] = f"COALESCE({out['commitment_discount_name']}, {cud}.FullName)"
+        out["commitment_discount_category"] = (
+            f"COALESCE({out['commitment_discount_category']}, CASE {cud}.Type WHEN 'COMMITTED_USAGE_DISCOUNT' "
+            "THEN 'Usage' WHEN 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE' THEN 'Spend' END)"
+        )
+        out["commitment_discount_type"] = (
+            f"COALESCE({out['commitment_discount_type']}, CASE WHEN {cud} IS NOT NULL "
+            "THEN 'Committed Use Discount' END)"
+        )
+        out["commitment_discount_status"] = (
+            f"COALESCE({out['commitment_discount_status']}, CASE WHEN {cud} IS NOT NULL "
+            f"AND {out['charge_category']} = 'Usage' THEN 'Used' END)"
+        )
+        out["tags"] = self._tags(cols)
+        return out
 
     def extensions(self) -> dict[str, str]:
-        return {"x_charge_type": "\"x_CostType\""}
+        return {"x_charge_type": '"x_CostType"'}
 
-    # raw_billed_totals_sql: the base class's SUM(BilledCost) -- the view's BilledCost is already net of credits.
+    # raw_billed_totals_sql: the base class's SUM(BilledCost) -- the export's BilledCost is net of credits.
 
     def focus_sql(self, raw: str, ctx: object) -> str:
-        start, end = period_bounds_sql(ctx.billing_period, INVOICE_TZ)  # type: ignore[attr-defined]
-        cols = self.columns()
-        cols["billing_period_start"], cols["billing_period_end"] = start, end
-        # provisional invoice id when the view has none: one invoice per account and month
+        cols = self._mapped(getattr(ctx, "raw_columns", {}) or {}, ctx.billing_period)  # type: ignore[attr-defined]
+        # provisional invoice id when the export has none: one invoice per account and month
         month = ctx.billing_period.replace("-", "")  # type: ignore[attr-defined]
         cols["invoice_id"] = f"COALESCE({cols['invoice_id']}, \"BillingAccountId\" || '-{month}')"
         # promotional credits leave their (net) row for a Credit row of their own: totals unchanged
@@ -96,6 +233,8 @@ class GcpFocusConverter(NativeFocusConverter):
             "contracted_unit_price": "NULL",
             "sku_price_id": "NULL",
             "commitment_discount_status": "NULL",
+            "commitment_discount_quantity": "NULL",
+            "commitment_discount_unit": "NULL",
             "x_charge_type": "'credit:' || COALESCE(c.Type, 'UNKNOWN')",
             "x_operation": "c.Id",
         }
@@ -103,7 +242,7 @@ class GcpFocusConverter(NativeFocusConverter):
             f"SELECT {select_list({**cols, **shared})} FROM {raw}\n"
             "UNION ALL\n"
             f"SELECT {select_list({**credit, **shared})} FROM {raw}, "
-            f"unnest(list_filter(\"x_Credits\", lambda c: c.Type = {PROMO})) AS u(c)"
+            f'unnest(list_filter("x_Credits", lambda c: c.Type = {PROMO})) AS u(c)'
         )
 
 

@@ -42,17 +42,20 @@ PAGE_SIZE = 50_000
 
 
 def converter_for(src: GcpSource) -> Any:
-    if src.format == "detailed":
-        from finops.focus.gcp_billing import CONVERTER
+    """detailed / standard: one converter (it fills what the standard table lacks); focus: Google's
+    FOCUS export or the FOCUS BigQuery view over the detailed table."""
+    if src.format in ("detailed", "standard"):
+        from finops.focus.gcp_billing import CONVERTER, STANDARD
 
-        return CONVERTER
+        return CONVERTER if src.format == "detailed" else STANDARD
     if src.format == "focus":
         from finops.focus.gcp_focus import CONVERTER as FOCUS
 
         return FOCUS
     raise ValueError(
-        f"source {src.name}: GCP format {src.format!r} is not supported; export the detailed (resource-level) "
-        "usage cost table or the FOCUS view and set format: detailed | focus"
+        f"source {src.name}: GCP format {src.format!r} is not supported; set format: detailed (the "
+        "resource-level usage cost table), standard (gcp_billing_export_v1_*) or focus (Google's FOCUS export "
+        "or the FOCUS view)"
     )
 
 
@@ -132,9 +135,19 @@ def plan_batches(src: GcpSource, billing_period: str, *, record: bool = True) ->
     out = subdir("raw") / "gcp" / src.name / billing_period / f"{digest}.parquet"
     progress = Progress(f"{src.name} {billing_period}: BigQuery extract", total=n)
     rows = _stream_to_parquet(client, select, params, src.location, out, progress)
-    log.info("%s %s: extracted %d rows (probe %d, max export %s) -> %s", src.name, billing_period, rows, n, mx, out)
-    return [RawBatch(source=src.name, provider="gcp", billing_period=billing_period, files=[out],
-                     fingerprint=fingerprint, manifest_key=table_ref(src).strip("`"))]
+    log.info(
+        "%s %s: extracted %d rows (probe %d, max export %s) -> %s", src.name, billing_period, rows, n, mx, out
+    )
+    return [
+        RawBatch(
+            source=src.name,
+            provider="gcp",
+            billing_period=billing_period,
+            files=[out],
+            fingerprint=fingerprint,
+            manifest_key=table_ref(src).strip("`"),
+        )
+    ]
 
 
 def _stream_to_parquet(
