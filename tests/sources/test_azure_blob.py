@@ -33,10 +33,9 @@ def _put_run(container, run_id, sample, submitted, *, with_manifest=True, data=N
         container.upload_blob(f"{FOLDER}/{run_id}/manifest.json", json.dumps(m).encode(), overwrite=True)
 
 
-def _src(container, conn):
-    return AzureSource(
-        name="az-main", conn_id=conn, container=container.container_name, prefix=ROOT, format="amortized"
-    )
+def _src(container, conn, **config):
+    fields = {"prefix": ROOT, "format": "amortized", **config}
+    return AzureSource(name="az-main", conn_id=conn, container=container.container_name, **fields)
 
 
 def _total(wh):
@@ -224,14 +223,7 @@ def test_published_ea_sample_through_blob_storage(az_container, az_conn, duckdb_
         want = sum(Decimal(r["Cost"]) for r in csv.DictReader(fh))
     root = "exports/trey-actual"
     az_container.upload_blob(f"{root}/20230901-20230930/trey-actual_5b1f0e2a.csv", data.read_bytes())
-    src = AzureSource(
-        name="az-main",
-        conn_id=az_conn,
-        container=az_container.container_name,
-        prefix=root,
-        format="actual",
-        agreement="ea",
-    )
+    src = _src(az_container, az_conn, prefix=root, format="actual", agreement="ea")
     [batch] = azure_blob.plan_batches(src, "2023-09")
     conv = azure_blob.converter_for(src)
     assert conv.agreement == "ea"
@@ -251,14 +243,7 @@ def test_configured_agreement_decides_the_billing_account(
 ):
     """MCA: FOCUS's billing account is the billing profile (what the invoice is issued to); `auto`
     detects MCA from the invoiceId column; a source configured `ea` keeps the billing account."""
-    src = AzureSource(
-        name="az-main",
-        conn_id=az_conn,
-        container=az_container.container_name,
-        prefix=ROOT,
-        format="amortized",
-        agreement=agreement,
-    )
+    src = _src(az_container, az_conn, agreement=agreement)
     sample = gen.generate(layout="mca", kind="amortized", days=1)
     _put_run(az_container, "run-m", sample, "2026-10-02T06:00:00Z")
     [batch] = azure_blob.plan_batches(src, "2026-10")

@@ -173,7 +173,8 @@ def detect_agreement(columns: Sequence[str]) -> str:
     return "payg"
 
 
-def _case(expr: str, mapping: Mapping[str, str], default: str) -> str:
+def case_sql(expr: str, mapping: Mapping[str, str], default: str) -> str:
+    """`CASE expr WHEN key THEN value ... ELSE default END` over one of our own tables."""
     whens = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in mapping.items())
     return f"CASE {expr} {whens} ELSE {default} END"
 
@@ -349,8 +350,8 @@ FROM ({units.relation(inner)})"""
             "WHEN x_ct IN ('purchase', 'refund') THEN 'Purchase' WHEN x_ct = 'tax' THEN 'Tax' "
             "WHEN x_ct = 'credit' THEN 'Credit' ELSE 'Adjustment' END"
         )
-        svc_category = _case("meter_category", SERVICE_CATEGORIES, "'Other'")
-        sub = _case("meter_category", SERVICE_SUBCATEGORIES, other_subcategory_sql(svc_category))
+        svc_category = case_sql("meter_category", SERVICE_CATEGORIES, "'Other'")
+        sub = case_sql("meter_category", SERVICE_SUBCATEGORIES, other_subcategory_sql(svc_category))
         # PricingUnit must not be null when PricingQuantity is not (FOCUS): 'Units' when the file has no unit
         punit = "CASE WHEN x_pqty IS NOT NULL THEN COALESCE(x_punit, 'Units') END"
         return {

@@ -27,10 +27,11 @@ from finops.focus.azure_cost import (
     AGREEMENTS,
     SERVICE_CATEGORIES,
     SERVICE_SUBCATEGORIES,
+    case_sql,
     derived_counts_query,
 )
 from finops.focus.native_focus import NativeFocusConverter
-from finops.focus.projection import lineage, lit, other_subcategory_sql, select_list
+from finops.focus.projection import lineage, other_subcategory_sql, select_list
 from finops.focus.schema import SERVICE_CATEGORIES as FOCUS_CATEGORIES
 from finops.focus.units import UnitScaler
 
@@ -41,18 +42,13 @@ def _ref(col: str) -> str:
     return f"NULLIF(trim(CAST(\"{col}\" AS VARCHAR)), '')"
 
 
-def _case(expr: str, mapping: dict[str, str], default: str) -> str:
-    whens = " ".join(f"WHEN {lit(k)} THEN {lit(v)}" for k, v in mapping.items())
-    return f"CASE {expr} {whens} ELSE {default} END"
-
-
 # the export's ServiceCategory in FOCUS case; anything else -> 'Other' (as the base class maps it)
-_CATEGORY = _case(f"lower({_ref('ServiceCategory')})", {c.lower(): c for c in FOCUS_CATEGORIES}, "'Other'")
+_CATEGORY = case_sql(f"lower({_ref('ServiceCategory')})", {c.lower(): c for c in FOCUS_CATEGORIES}, "'Other'")
 _METER = '"x_SkuMeterCategory"'
 # our meter-category subcategory when its parent is the row's category, else Other (<category>)
 _SUBCATEGORY = (
-    f"CASE WHEN {_case(_METER, SERVICE_CATEGORIES, 'NULL')} = {_CATEGORY} "
-    f"THEN {_case(_METER, SERVICE_SUBCATEGORIES, 'NULL')} ELSE {other_subcategory_sql(_CATEGORY)} END"
+    f"CASE WHEN {case_sql(_METER, SERVICE_CATEGORIES, 'NULL')} = {_CATEGORY} "
+    f"THEN {case_sql(_METER, SERVICE_SUBCATEGORIES, 'NULL')} ELSE {other_subcategory_sql(_CATEGORY)} END"
 )
 # Columns only one dataset version has and the reader's template does not add (so they show
 # in `columns` only when the file has them); 1.0 and 1.0r2 differ in timestamp text only.
