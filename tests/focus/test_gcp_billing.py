@@ -195,7 +195,7 @@ def test_dimensions_tags_location_resource(hand_rows):
         2026, 11, 1, 7
     )
     assert r["charge_period_start"] == datetime(2026, 10, 3, 10)
-    assert r["consumed_quantity"] == 3600 and r["consumed_unit"] == "seconds"
+    assert r["consumed_quantity"] == 3600 and r["consumed_unit"] == "Seconds"
     assert r["pricing_quantity"] == 1 and r["pricing_unit"] == "Hours"
     assert (r["x_source"], r["x_billing_period"], r["x_provider"]) == ("src", "2026-10", "gcp")
 

@@ -28,7 +28,9 @@ ChargeFrequency 'Recurring' and PricingCategory 'Committed'), tax -> Tax, adjust
 'Dynamic', CUD-covered usage -> 'Committed'.
 
 Units: usage.pricing_unit / usage.unit ('hour', 'gibibyte month', 'byte-seconds', ...) go through
-finops.focus.units into FOCUS UnitFormat. `price.effective_price` is the price of
+finops.focus.units' table-driven scaler into FOCUS UnitFormat ('Hours', 'GiB-Months',
+'B-Seconds'); a block unit would scale PricingQuantity / ConsumedQuantity and the unit prices by
+its multiplier (GCP's own units carry none: their multiplier is 1). `price.effective_price` is the price of
 `price.pricing_unit_quantity` units (Google: "$1 per 1000000 bytes" shows 1000000), so the
 per-unit ContractedUnitPrice divides by it.
 """
@@ -47,7 +49,7 @@ from finops.focus.projection import (
     raw_totals_by_currency,
     select_list,
 )
-from finops.focus.units import unit_sql
+from finops.focus.units import UnitScaler
 
 MONEY = "DECIMAL(38,10)"
 PROMO = "'PROMOTION'"
@@ -180,6 +182,10 @@ def _tags(row: str = "") -> str:
     )
 
 
+# Units of the pricing and the consumed quantity (columns x_pu_* / x_cu_* of the prepared rows).
+PRICING = UnitScaler("usage.pricing_unit", "x_pu_")
+CONSUMED = UnitScaler("usage.unit", "x_cu_")
+
 # FOCUS columns the export has no field for, filled on every row (derived_counts_sql).
 DERIVED_ON_EVERY_ROW = ("ChargeDescription", "ChargeFrequency", "InvoiceId", "ServiceSubcategory")
 
@@ -223,7 +229,7 @@ class GcpBillingConverter:
         credit_cols = self._credit_columns(start, end)
         shared = lineage(ctx, self.provider)
         return (
-            f"WITH g AS ({base}),\n"
+            f"WITH g AS ({PRICING.relation('(' + CONSUMED.relation('(' + base + ')') + ')')}),\n"
             "promo AS (SELECT g.*, c.name AS credit_name, c.full_name AS credit_full_name, c.id AS credit_id, "
             f"CAST(c.amount AS {MONEY}) AS credit_amount FROM g, "
             f"unnest(list_filter(g.credits, lambda c: c.type = {PROMO})) AS u(c))\n"
@@ -311,15 +317,22 @@ FROM {raw}"""
             "WHEN x_category = 'Usage' THEN 'Usage-Based' ELSE 'One-Time' END",
             "charge_period_start": "timezone('UTC', usage_start_time)",
             "charge_period_end": "timezone('UTC', usage_end_time)",
-            "pricing_quantity": f"CASE WHEN {regular} THEN usage.amount_in_pricing_units END",
-            "pricing_unit": f"CASE WHEN {regular} THEN {unit_sql('usage.pricing_unit')} END",
-            "consumed_quantity": f"CASE WHEN {is_usage} THEN usage.amount END",
-            "consumed_unit": f"CASE WHEN {is_usage} THEN {unit_sql('usage.unit')} END",
+            "pricing_quantity": f"CASE WHEN {regular} THEN {PRICING.quantity('usage.amount_in_pricing_units')} END",
+            "pricing_unit": f"CASE WHEN {regular} THEN {PRICING.unit} END",
+            "consumed_quantity": f"CASE WHEN {is_usage} THEN {CONSUMED.quantity('usage.amount')} END",
+            "consumed_unit": f"CASE WHEN {is_usage} THEN {CONSUMED.unit} END",
             # effective_price is per price.pricing_unit_quantity units: per one unit here
-            "contracted_unit_price": f"CASE WHEN {regular} THEN CAST(price.effective_price AS DECIMAL(38,12)) "
-            "/ COALESCE(NULLIF(CAST(price.pricing_unit_quantity AS DECIMAL(38,12)), 0), 1) END",
-            "list_unit_price": f"CASE WHEN {regular} AND usage.amount_in_pricing_units > 0 "
-            "THEN CAST(cost_at_list AS DECIMAL(38,12)) / CAST(usage.amount_in_pricing_units AS DECIMAL(38,12)) END",
+            "contracted_unit_price": f"CASE WHEN {regular} THEN "
+            + PRICING.price(
+                "CAST(price.effective_price AS DECIMAL(38,12)) "
+                "/ COALESCE(NULLIF(CAST(price.pricing_unit_quantity AS DECIMAL(38,12)), 0), 1)"
+            )
+            + " END",
+            "list_unit_price": f"CASE WHEN {regular} AND usage.amount_in_pricing_units > 0 THEN "
+            + PRICING.price(
+                "CAST(cost_at_list AS DECIMAL(38,12)) / CAST(usage.amount_in_pricing_units AS DECIMAL(38,12))"
+            )
+            + " END",
             "pricing_category": f"CASE WHEN NOT {regular} THEN NULL WHEN x_cud IS NOT NULL OR x_cud_fee "
             "THEN 'Committed' WHEN x_spot THEN 'Dynamic' ELSE 'Standard' END",
             "commitment_discount_category": "CASE x_cud.type WHEN 'COMMITTED_USAGE_DISCOUNT' THEN 'Usage' "

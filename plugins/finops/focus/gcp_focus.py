@@ -38,7 +38,7 @@ from finops.focus.native_focus import NativeFocusConverter
 from finops.focus.projection import lineage, lit, other_subcategory_sql, period_bounds_sql, select_list
 from finops.focus.schema import BY_NAME
 from finops.focus.schema import SERVICE_SUBCATEGORIES as SUBCATEGORY_PARENT
-from finops.focus.units import unit_sql
+from finops.focus.units import UnitScaler, unit_sql
 
 MONEY = "DECIMAL(38,10)"
 _CREDITS_T = "STRUCT(Name VARCHAR, Amount DECIMAL(38,10), FullName VARCHAR, Id VARCHAR, Type VARCHAR)[]"
@@ -52,6 +52,8 @@ _CUD = (
     "'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE'))[1]"
 )
 _SERVICE_NAME = '"ServiceName"'
+PRICING = UnitScaler('"PricingUnit"', "x_pu_")
+CONSUMED = UnitScaler('"ConsumedUnit"', "x_cu_")
 _TAG_PRIORITY = "CASE e.x_type WHEN 'label' THEN 4 WHEN 'system_label' THEN 3 WHEN 'tag' THEN 2 ELSE 1 END"
 # Google's FOCUS export: its label / tag arrays, lowest priority first (a resource label wins).
 _EXPORT_TAG_ARRAYS = ("x_ProjectLabels", "x_Tags", "x_SystemLabels", "x_Labels")
@@ -166,8 +168,19 @@ class GcpFocusConverter(NativeFocusConverter):
             f"THEN {_text('ServiceSubcategory')} "
             f"ELSE {other_subcategory_sql(category)} END"
         )
-        for unit in ("pricing_unit", "consumed_unit", "commitment_discount_unit"):
-            out[unit] = unit_sql(out[unit])
+        # units into FOCUS UnitFormat; a block unit scales its quantity and unit prices (PRICING / CONSUMED
+        # columns come from the relations focus_sql wraps the raw rows in)
+        out["pricing_unit"], out["consumed_unit"] = PRICING.unit, CONSUMED.unit
+        out["pricing_quantity"] = PRICING.quantity(out["pricing_quantity"])
+        out["consumed_quantity"] = CONSUMED.quantity(out["consumed_quantity"])
+        for price in (
+            "list_unit_price",
+            "contracted_unit_price",
+            "pricing_currency_list_unit_price",
+            "pricing_currency_contracted_unit_price",
+        ):
+            out[price] = PRICING.price(out[price])
+        out["commitment_discount_unit"] = unit_sql(out["commitment_discount_unit"])
         # bounds: the export's own when they are the UTC month, else the invoice month's Pacific midnights
         start, end = period_bounds_sql(period, INVOICE_TZ)
         utc_start, utc_end = period_bounds_sql(period, None)
@@ -214,6 +227,7 @@ class GcpFocusConverter(NativeFocusConverter):
         for col in ("billed_cost", "effective_cost"):
             cols[col] = f"CAST({cols[col]} AS {MONEY}) - {_PROMO_SUM}"
         shared = lineage(ctx, self.provider)
+        rows = PRICING.relation(f"({CONSUMED.relation(raw)})")
         credit = {
             **cols,
             "billed_cost": "c.Amount",
@@ -239,9 +253,9 @@ class GcpFocusConverter(NativeFocusConverter):
             "x_operation": "c.Id",
         }
         return (
-            f"SELECT {select_list({**cols, **shared})} FROM {raw}\n"
+            f"SELECT {select_list({**cols, **shared})} FROM ({rows})\n"
             "UNION ALL\n"
-            f"SELECT {select_list({**credit, **shared})} FROM {raw}, "
+            f"SELECT {select_list({**credit, **shared})} FROM ({rows}), "
             f'unnest(list_filter("x_Credits", lambda c: c.Type = {PROMO})) AS u(c)'
         )
 

@@ -53,6 +53,7 @@ EXACT: dict[str, str] = {
     "Request": "Requests",
     "Queries": "Queries",
     "Quantity": "Units",
+    "byte-seconds": "B-Seconds",  # GCP usage.unit (Cloud Storage): hyphenated, so no word table sees it
 }
 
 # `<unit>-<time>` suffix spellings -> the plural time unit FOCUS requires after a dash.
