@@ -22,11 +22,24 @@ from finops.ingest import RawBatch, load_batch, sql_literal
 from finops.sources.aws_cur import converter_for
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "aws"
-SAMPLES = {  # file -> (billing period, unblended-cost column as written, variant the converter names)
-    "koku_test_cur_sample.csv": ("2018-06", "lineItem/UnblendedCost", "csv headers"),
-    "koku_2023-06-01.csv": ("2023-06", "lineItem/UnblendedCost", "csv headers"),
-    "koku_2022-07-01-alt-columns.csv": ("2022-07", "line_item_unblended_cost", "parquet / Athena names"),
+SAMPLES = {  # file -> (billing period, billed-cost column as written, variant the converter names, format)
+    "koku_test_cur_sample.csv": ("2018-06", "lineItem/UnblendedCost", "csv headers", "cur_legacy"),
+    "koku_2023-06-01.csv": ("2023-06", "lineItem/UnblendedCost", "csv headers", "cur_legacy"),
+    "koku_2022-07-01-alt-columns.csv": (
+        "2022-07",
+        "line_item_unblended_cost",
+        "parquet / Athena names",
+        "cur_legacy",
+    ),
+    "focus_spec_aws_savings_plan_partial_upfront_100pct.csv": (
+        "2026-02",
+        "BilledCost",
+        "AWS FOCUS 1.2",
+        "focus",
+    ),
 }
+
+DERIVED = {"focus_spec_aws_savings_plan_partial_upfront_100pct.csv": {"ServiceSubcategory": 8}}
 
 
 def raw_totals(path: Path, cost_col: str) -> dict[str, Decimal]:
@@ -34,7 +47,11 @@ def raw_totals(path: Path, cost_col: str) -> dict[str, Decimal]:
     out: dict[str, Decimal] = {}
     with path.open(newline="", encoding="utf-8") as f:
         for row in csv.DictReader(f):
-            ccy = row.get("lineItem/CurrencyCode") or row["line_item_currency_code"]
+            ccy = (
+                row.get("lineItem/CurrencyCode")
+                or row.get("line_item_currency_code")
+                or row["BillingCurrency"]
+            )
             out[ccy] = out.get(ccy, Decimal(0)) + Decimal(row[cost_col] or "0")
     return out
 
@@ -80,12 +97,13 @@ CASES = [
     ("koku_2023-06-01.csv", "csv"),
     ("koku_2022-07-01-alt-columns.csv", "csv"),
     ("koku_2022-07-01-alt-columns.csv", "parquet"),
+    ("focus_spec_aws_savings_plan_partial_upfront_100pct.csv", "csv"),
 ]
 
 
 @pytest.mark.parametrize(("name", "form"), CASES)
 def test_sample_loads_to_the_cent_and_idempotently(duckdb_wh, tmp_path, name, form):
-    period, cost_col, variant = SAMPLES[name]
+    period, cost_col, variant, fmt = SAMPLES[name]
     expected = raw_totals(DATA / name, cost_col)
     batch = RawBatch(
         source="aws-sample",
@@ -94,9 +112,12 @@ def test_sample_loads_to_the_cent_and_idempotently(duckdb_wh, tmp_path, name, fo
         files=[as_form(DATA / name, form, tmp_path)],
         fingerprint="v1",
     )
-    first = load_batch(duckdb_wh, batch, converter_for("cur_legacy"))
+    first = load_batch(duckdb_wh, batch, converter_for(fmt))
     assert first.status == "loaded", first.message
     assert variant in (first.variant or "")
+    # the FOCUS spec's example names a subcategory FOCUS 1.2 does not list ('Compute Instances'):
+    # each row gets 'Other (Compute)' and is counted; every CUR line has its own description
+    assert (first.derived_columns or {}) == DERIVED.get(name, {})
     by_ccy = dict(
         duckdb_wh.query(
             "SELECT billing_currency, sum(billed_cost) FROM focus_costs WHERE x_billing_period = ? GROUP BY 1",
@@ -114,8 +135,8 @@ def test_sample_loads_to_the_cent_and_idempotently(duckdb_wh, tmp_path, name, fo
     snap = duckdb_wh.query(
         "SELECT * FROM focus_costs ORDER BY charge_period_start, billed_cost, resource_id, sku_meter"
     )
-    assert load_batch(duckdb_wh, batch, converter_for("cur_legacy")).status == "unchanged"
-    again = load_batch(duckdb_wh, batch, converter_for("cur_legacy"), force=True)
+    assert load_batch(duckdb_wh, batch, converter_for(fmt)).status == "unchanged"
+    again = load_batch(duckdb_wh, batch, converter_for(fmt), force=True)
     assert again.status == "loaded" and again.load_id == first.load_id
     assert (
         duckdb_wh.query(
@@ -166,11 +187,11 @@ def test_sample_focus_export_passes_focus_validator(duckdb_wh, tmp_path, name):
     with C-003-C and the column's root rule passing. Which branch loses depends on the month: a
     closed month's lines carry their invoice (C-004-C printed), an open month's have none yet
     (C-005-C). One month per run: validated together, each branch has rows it does not fit."""
-    period = SAMPLES[name][0]
+    period, fmt = SAMPLES[name][0], SAMPLES[name][3]
     batch = RawBatch(
         source="aws-sample", provider="aws", billing_period=period, files=[DATA / name], fingerprint="v1"
     )
-    assert load_batch(duckdb_wh, batch, converter_for("cur_legacy")).status == "loaded"
+    assert load_batch(duckdb_wh, batch, converter_for(fmt)).status == "loaded"
     out = tmp_path / f"{period}.parquet"
     assert export_focus(duckdb_wh, period, out) > 0
     res = run_focus_validator(out)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from finops.focus.aws_columns import focus_variant
 from finops.focus.projection import other_subcategory_sql, raw_totals_by_currency
-from finops.focus.schema import BY_NAME, FOCUS_COLUMNS, Kind
+from finops.focus.schema import BY_NAME, FOCUS_COLUMNS, SERVICE_SUBCATEGORIES, Kind
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
@@ -24,7 +24,7 @@ QDEC = "DECIMAL(38,12)"
 _REQUIRED = ("BilledCost", "BillingPeriodStart", "ChargePeriodStart", "BillingCurrency", "ChargeCategory")
 # Recommended columns this converter fills when the export leaves them out or blank; normalize_sql
 # guarantees each exists (NULL when absent), so derived_counts_sql can read them.
-_ENSURED = ("ChargeDescription", "ServiceSubcategory")
+_ENSURED = ("ChargeDescription", "ServiceSubcategory", "ServiceCategory")
 _X = {  # our extension column -> AWS FOCUS export column
     "x_usage_type": "x_UsageType",
     "x_operation": "x_Operation",
@@ -134,17 +134,11 @@ class AwsFocusConverter:
 
     @staticmethod
     def _subcategory(cols: Mapping[str, str]) -> str:
-        """The export's ServiceSubcategory, else its category's 'Other (...)': AWS's FOCUS 1.0
-        export has no such column, and a null one fails the spec (and focus-validator)."""
-        sub, cat = _find(cols, "ServiceSubcategory"), _find(cols, "ServiceCategory")
-        fallback = (
-            other_subcategory_sql(f"NULLIF(CAST({sql_ident(cat)} AS VARCHAR), '')")
-            if cat
-            else "'Other (Other)'"
-        )
-        if sub is None:
-            return f"{fallback} AS service_subcategory"
-        return f"COALESCE(NULLIF(trim(CAST({sql_ident(sub)} AS VARCHAR)), ''), {fallback}) AS service_subcategory"
+        """The export's ServiceSubcategory when FOCUS 1.2 allows it under the row's category, else
+        that category's 'Other (...)': AWS's FOCUS 1.0 export has no such column, and a null or
+        unlisted value fails the spec (and focus-validator) and would quarantine the month."""
+        sub, cat = _text(cols, "ServiceSubcategory"), _text(cols, "ServiceCategory")
+        return f"CASE WHEN {_subcategory_ok(sub, cat)} THEN {sub} ELSE {other_subcategory_sql(cat)} END AS service_subcategory"
 
     def raw_billed_totals_sql(self, raw: str) -> str:
         # the currency exactly as focus_sql maps BillingCurrency (a plain string column)
@@ -156,13 +150,20 @@ class AwsFocusConverter:
         return focus_variant(columns)
 
     def derived_counts_sql(self, raw: str) -> str:
-        """(column, rows) filled in: the columns normalize_sql guaranteed, blank in the export."""
-        blank = "NULLIF(TRIM(CAST({} AS VARCHAR)), '') IS NULL"
-        return " UNION ALL ".join(
-            f'SELECT {sql_literal(name)} AS "column", count(*) FILTER (WHERE {blank.format(sql_ident(name))}) '
-            f'AS "rows" FROM {raw}'
-            for name in _ENSURED
+        """(column, rows) filled in: a blank ChargeDescription; a ServiceSubcategory blank or not
+        allowed under the row's ServiceCategory (normalize_sql guarantees all three columns)."""
+        description, sub, cat = (f"NULLIF(TRIM(CAST({sql_ident(c)} AS VARCHAR)), '')" for c in _ENSURED)
+        return (
+            f'SELECT \'ChargeDescription\' AS "column", count(*) FILTER (WHERE {description} IS NULL) AS "rows" '
+            f"FROM {raw} UNION ALL "
+            f"SELECT 'ServiceSubcategory', count(*) FILTER (WHERE NOT {_subcategory_ok(sub, cat)}) FROM {raw}"
         )
+
+
+def _subcategory_ok(sub: str, cat: str) -> str:
+    """SQL: `sub` is a FOCUS 1.2 ServiceSubcategory whose parent is `cat` (both SQL text)."""
+    pairs = ", ".join(sql_literal(f"{s}|{c}") for s, c in SERVICE_SUBCATEGORIES.items())
+    return f"COALESCE(list_contains([{pairs}], {sub} || '|' || {cat}), false)"
 
 
 def _text(cols: Mapping[str, str], *names: str) -> str:
