@@ -10,6 +10,9 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
 from finops.ui.api import router
 from finops.ui.auth import LoginRedirect, require_access
+from finops.ui.feedback_api import WRITE_PATHS
+from finops.ui.feedback_api import router as feedback_router
+from finops.ui.plan_api import router as plan_router
 
 STATIC = Path(__file__).parent / "static"
 
@@ -35,7 +38,9 @@ def create_app() -> FastAPI:
 
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Any:
-        if request.method not in ("GET", "HEAD"):
+        # one write: feedback on an anomaly (finops.ui.feedback_api checks origin and permission)
+        if request.method not in ("GET", "HEAD") and not (request.method == "POST"
+                                                           and WRITE_PATHS.search(request.url.path)):
             return JSONResponse({"detail": "the FinOps view is read-only"}, status_code=405,
                                 headers={"Allow": "GET, HEAD"})
         response = await call_next(request)
@@ -62,6 +67,8 @@ def create_app() -> FastAPI:
         return FileResponse(f, media_type=_MEDIA.get(f.suffix, "application/octet-stream"))
 
     app.include_router(router)
+    app.include_router(plan_router)
+    app.include_router(feedback_router)
     return app
 
 

@@ -162,7 +162,8 @@ async function loadAnomalies(page) {
       {label: "Impact", num: true, fmt: r => fmtMoney(r.total_impact, r.currency)},
       {label: "Top contributors", fmt: r => el("ul", {}, ...(r.contributors || []).slice(0, 5).map(c =>
           el("li", {}, c.key + " +" + fmtMoney(c.delta, r.currency) + " (" + fmtPct(c.share) + ")")))},
-    ], await api("anomalies", {page: page || 1, page_size: 10}), {onPage: loadAnomalies, emptyText: "No anomalies detected."});
+      {label: "Feedback", fmt: r => feedbackCell(r)},  /* plan.js */
+    ], await loadFeedbackSummary().then(() => api("anomalies", {page: page || 1, page_size: 10})), {onPage: loadAnomalies, emptyText: "No anomalies detected."});
   } catch (err) { showError(box, err); }
 }
 
