@@ -25,7 +25,10 @@ def test_retries_429_and_5xx_then_succeeds(lam_api):
     lam_api.fail_next(503)
     lam_api.fail_next(500)
     data = _api(sleep=sleeps.append).instance_types()
-    assert "gpu_1x_a100_sxm4" in data and data["gpu_1x_a100_sxm4"]["instance_type"]["price_cents_per_hour"] == 129
+    assert (
+        "gpu_1x_a100_sxm4" in data
+        and data["gpu_1x_a100_sxm4"]["instance_type"]["price_cents_per_hour"] == 129
+    )
     assert sleeps == [7.0, 2.0, 4.0]  # Retry-After honoured, then exponential backoff
     assert len(lam_api.calls) == 4
 
@@ -53,20 +56,35 @@ def test_polls_into_lifetimes_then_loads_focus(lam_api, duckdb_wh):
     for t, resp in zip(sample.polls, sample.responses, strict=True):
         lam_api.instances = resp["data"]
         lam.poll_once(duckdb_wh, SRC, api, polled_at=t)
-    assert duckdb_wh.query("SELECT count(*) FROM lambda_polls WHERE source = 'lambda-main'")[0][0] == len(sample.polls)
-    rows = dict(duckdb_wh.query("SELECT name, ended_at FROM lambda_instance_lifetimes WHERE source = 'lambda-main'"))
+    assert duckdb_wh.query("SELECT count(*) FROM lambda_polls WHERE source = 'lambda-main'")[0][0] == len(
+        sample.polls
+    )
+    rows = dict(
+        duckdb_wh.query("SELECT name, ended_at FROM lambda_instance_lifetimes WHERE source = 'lambda-main'")
+    )
     t0 = datetime(2026, 10, 1)
-    assert rows == {"train-llm": t0 + timedelta(hours=10), "eval": t0 + timedelta(hours=13, minutes=30), "notebook": None}
+    assert rows == {
+        "train-llm": t0 + timedelta(hours=10),
+        "eval": t0 + timedelta(hours=13, minutes=30),
+        "notebook": None,
+    }
 
     intervals = lam.period_intervals(duckdb_wh, SRC, "2026-10")
     path, fp = lam.write_intervals(SRC, "2026-10", intervals)
     from finops.ingest import RawBatch
 
-    batch = RawBatch(source="lambda-main", provider="lambda", billing_period="2026-10", files=[path],
-                     fingerprint=f"lifetimes:{fp}")
+    batch = RawBatch(
+        source="lambda-main",
+        provider="lambda",
+        billing_period="2026-10",
+        files=[path],
+        fingerprint=f"lifetimes:{fp}",
+    )
     entry = load_batch(duckdb_wh, batch, lam.converter_for(SRC))
     assert entry.status == "loaded", entry.message
-    expected = gen.expected_total([(r["bill_start"], r["bill_end"], r["price_cents_per_hour"]) for r in intervals])
+    expected = gen.expected_total(
+        [(r["bill_start"], r["bill_end"], r["price_cents_per_hour"]) for r in intervals]
+    )
     total = duckdb_wh.query("SELECT sum(billed_cost) FROM focus_costs WHERE x_source = 'lambda-main'")[0][0]
     assert total == expected == entry.raw_billed_total
     # H100: 02:30 -> 10:00 = 7.5 h x $23.92 ; A10: 01:30 -> 16:00 = 14.5 h x $0.75 ; A100: 11:30 -> 13:30 = 2 h x $1.29
@@ -108,7 +126,9 @@ def test_terminated_instance_listed_again_stays_closed_in_the_warehouse(lam_api,
 def test_plan_batches_polls_and_extends(lam_api, duckdb_wh):
     now = datetime.now(UTC)
     lam_api.instances = [gen.instance_json("i-live", "nb", "gpu_1x_a10", "us-west-1", "active")]
-    assert lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh) == []  # first sighting: 0 minutes yet
+    assert (
+        lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh) == []
+    )  # first sighting: 0 minutes yet
     duckdb_wh.execute("UPDATE lambda_instance_lifetimes SET first_seen = first_seen - INTERVAL 90 MINUTE")
     [batch] = lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh)
     assert batch.provider == "lambda" and batch.files[0].exists()
@@ -124,8 +144,10 @@ def test_dry_run_plan_polls_but_writes_nothing(lam_api, duckdb_wh):
     lam_api.instances = [a10, gen.instance_json("i-new", "x", "gpu_8x_h100_sxm5", "us-east-1", "active")]
 
     def state():
-        return (duckdb_wh.query("SELECT * FROM lambda_instance_lifetimes ORDER BY instance_id"),
-                duckdb_wh.query("SELECT count(*) FROM lambda_polls"))
+        return (
+            duckdb_wh.query("SELECT * FROM lambda_instance_lifetimes ORDER BY instance_id"),
+            duckdb_wh.query("SELECT count(*) FROM lambda_polls"),
+        )
 
     before = state()
     [batch] = lam.plan_batches(SRC, f"{now:%Y-%m}", api=_api(), wh=duckdb_wh, record=False)
@@ -153,3 +175,31 @@ def test_a_poll_replayed_at_the_same_instant_is_recorded_once(lam_api, any_wh):
     assert any_wh.query("SELECT count(*) FROM lambda_polls") == [(3,)]
     [row] = lam.period_intervals(any_wh, SRC, "2026-10")
     assert (row["bill_start"], row["bill_end"]) == (datetime(2026, 10, 1), datetime(2026, 10, 1, 2))
+
+
+def test_listing_without_prices_takes_them_from_instance_types(lam_api, duckdb_wh):
+    """Lambda's API schema gives an instance's instance_type as name + description only: the price
+    must come from /instance-types, not default to 0 (tests/data/lambda/SOURCES.md)."""
+    import json
+    from pathlib import Path
+
+    body = json.loads(
+        (
+            Path(__file__).resolve().parents[1] / "data" / "lambda" / "instances_listing_without_prices.json"
+        ).read_text()
+    )
+    assert all("price_cents_per_hour" not in i["instance_type"] for i in body["data"])
+    catalog = _api().instance_types()
+    api, t0 = _api(), datetime(2026, 10, 1, tzinfo=UTC)
+    for h in range(3):
+        lam_api.instances = body["data"]
+        lam.poll_once(duckdb_wh, SRC, api, polled_at=t0 + timedelta(hours=h))
+    [row] = lam.period_intervals(duckdb_wh, SRC, "2026-10")  # the booting one is not billed
+    price = catalog["gpu_1x_a10"]["instance_type"]["price_cents_per_hour"]
+    assert row["instance_id"] == "0920582c7ff041399e34823a0be62549"
+    assert row["price_cents_per_hour"] == price > 0
+    assert row["bill_end"] - row["bill_start"] == timedelta(hours=2)
+
+    lam_api.instances = [{**body["data"][0], "id": "i-unknown", "instance_type": {"name": "gpu_9x_future"}}]
+    with pytest.raises(lam.LambdaApiError, match="i-unknown: type 'gpu_9x_future'"):
+        lam.poll_once(duckdb_wh, SRC, api, polled_at=t0 + timedelta(hours=3))
