@@ -198,3 +198,19 @@ def test_bad_configuration_is_refused():
         AzureCostConverter("actual", agreement="csp")
     with pytest.raises(ValueError, match="ISO 4217"):
         AzureCostConverter("actual", currency="dollars")
+
+
+def test_unmapped_meter_category_loads_as_other(tmp_path, duckdb_wh):
+    """A meter category outside our table is Other / Other (Other), a valid pair: counted, never quarantined."""
+    text = (DATA / "ea-actual-small.csv").read_text(encoding="utf-8-sig")
+    path = tmp_path / "part_0_0001.csv"
+    path.write_text(text.replace(",Advanced Threat Protection,", ",Azure Quantum,"))
+    conv = AzureCostConverter("actual")
+    entry = _load(duckdb_wh, path, conv)
+    assert entry.status == "loaded", entry.message
+    got = duckdb_wh.query(
+        "SELECT service_name, service_category, service_subcategory FROM focus_costs "
+        "WHERE service_name = 'Azure Quantum'"
+    )
+    assert got == [("Azure Quantum", "Other", "Other (Other)")]
+    assert _derived(conv, path)[0] == {"ServiceSubcategory": 1, "InvoiceId": 11}
