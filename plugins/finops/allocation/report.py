@@ -44,6 +44,16 @@ _TEMPLATE = """<html><head><meta charset="utf-8"><title>Showback {{ r.team }} {{
 <tr><th>Provider</th><th>Service</th><th>Line</th><th>Currency</th><th>Cost</th></tr>
 {% for s in r.top_services %}<tr><td>{{ s[0] }}</td><td>{{ s[1] }}</td><td>{{ s[2] }}</td><td>{{ s[3] }}</td><td>{{ s[4] }}</td></tr>
 {% endfor %}</table>
+{% if r.forecast %}<h2>Month-end forecast</h2><table border="1" cellpadding="4" cellspacing="0">
+<tr><th>Month</th><th>As of</th><th>Currency</th><th>So far</th><th>Forecast</th><th>80 % interval</th><th>95 % interval</th></tr>
+{% for f in r.forecast %}<tr><td>{{ f.period }}</td><td>{{ f.as_of }}</td><td>{{ f.currency }}</td><td>{{ f.to_date }}</td>
+<td><b>{{ f.forecast }}</b></td><td>{{ f.lo80 }} - {{ f.hi80 }}</td><td>{{ f.lo95 }} - {{ f.hi95 }}</td></tr>
+{% endfor %}</table>{% endif %}
+{% if r.budgets %}<h2>Budgets</h2><table border="1" cellpadding="4" cellspacing="0">
+<tr><th>Budget</th><th>Month</th><th>Kind</th><th>Currency</th><th>Amount</th><th>Actual</th><th>Forecast</th></tr>
+{% for b in r.budgets %}<tr><td>{{ b.budget }}</td><td>{{ b.period }}</td><td>{{ b.kind }}</td><td>{{ b.currency }}</td>
+<td>{{ b.amount }}</td><td>{{ b.actual }}</td><td><b>{{ b.forecast }}</b></td></tr>
+{% endfor %}</table>{% endif %}
 <p>Full detail in the attached CSV.</p>
 </body></html>"""
 
@@ -61,6 +71,10 @@ class TeamReport:
     detail: list[tuple]
     chart_png: bytes = b""
     files: dict[str, Path] = field(default_factory=dict)
+    # the month in progress (finops_budgets' latest run): not part of dedup_key, so a forecast
+    # that moved does not re-send an unchanged month's report
+    forecast: list[dict[str, Any]] = field(default_factory=list)
+    budgets: list[dict[str, Any]] = field(default_factory=list)
 
     def html(self, img_src: str | None) -> str:
         from jinja2 import Environment
@@ -125,7 +139,32 @@ def build_reports(wh: Warehouse, period: str, view: str = "amortised", teams: li
             "AND team = ? GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 "
             "ORDER BY 1, 9, 2, 3, 4, 5, 6, 7, 8, 10, 11", [period, view, team])
         r.chart_png = daily_chart_png(r.daily_by_line, f"{team} {period} ({view}) daily cost by line")
+    add_outlook(wh, list(by_team.values()), period, view)
     return [by_team[t] for t in sorted(by_team)]
+
+
+def add_outlook(wh: Warehouse, reports: list[TeamReport], period: str, view: str) -> None:
+    """The month-end forecast and budgets of each team for the months after the report's
+    (the month in progress when the report goes out), from finops_budgets' tables."""
+    teams = [r.team for r in reports]
+    if not teams:
+        return
+    marks = ", ".join("?" for _ in teams)
+    by_team: dict[str, TeamReport] = {r.team: r for r in reports}
+    if wh.table_exists("cost_forecasts"):
+        for team, p, as_of, cur, to_date, fc, lo80, hi80, lo95, hi95 in wh.query(
+            "SELECT series_key, billing_period, as_of, currency, to_date, forecast, lo80, hi80, lo95, hi95 "
+            f"FROM cost_forecasts WHERE dimension = 'team' AND cost_view = ? AND billing_period > ? "
+            f"AND series_key IN ({marks}) ORDER BY 1, 2, 4", [view, period, *teams]):
+            by_team[team].forecast.append({"period": p, "as_of": as_of, "currency": cur, "to_date": _q(to_date),
+                                           "forecast": _q(fc), "lo80": _q(lo80), "hi80": _q(hi80), "lo95": _q(lo95),
+                                           "hi95": _q(hi95)})
+    if wh.table_exists("budget_status"):
+        for team, name, p, kind, cur, amount, actual, fc in wh.query(
+            "SELECT team, budget, billing_period, kind, currency, amount, actual, forecast FROM budget_status "
+            f"WHERE billing_period > ? AND team IN ({marks}) ORDER BY 1, 2, 3", [period, *teams]):
+            by_team[team].budgets.append({"budget": name, "period": p, "kind": kind, "currency": cur,
+                                          "amount": _q(amount), "actual": _q(actual), "forecast": _q(fc)})
 
 
 def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prune: bool = False) -> list[Path]:
