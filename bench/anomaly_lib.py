@@ -4,7 +4,7 @@ The method statsforecast documents for anomaly detection: fit a model per series
 days outside its in-sample prediction interval (`forecast(..., fitted=True, level=[...])`,
 then `forecast_fitted_values()`). The fit sees the whole series, future days included, which
 favours the library: our detector only ever sees the past. Fitted on log(cost + c) with the
-same c as ours (on raw dollars the Gaussian intervals of a small noisy series are useless),
+same c as ours (a quarter of the floor) (on raw dollars the Gaussian intervals of a small noisy series are useless),
 and, in the "guarded" variant, the same $ floor and % / drop thresholds on the excess.
 """
 
@@ -16,9 +16,9 @@ import numpy as np
 
 
 def statsforecast_bounds(
-    y: np.ndarray, model: str = "mstl", level: float = 99.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """In-sample (lo, hi) bounds per series and day on the scale of `y` (N x T)."""
+    y: np.ndarray, model: str, levels: tuple[float, ...]
+) -> dict[float, tuple[np.ndarray, np.ndarray]]:
+    """In-sample (lo, hi) bounds per level, series and day on the scale of `y` (N x T); one fit."""
     import pandas as pd
     from statsforecast import StatsForecast
     from statsforecast.models import MSTL, AutoETS
@@ -36,28 +36,35 @@ def statsforecast_bounds(
     else:
         m = AutoETS(season_length=7, model="ZZZ")
     sf = StatsForecast(models=[m], freq="D", n_jobs=1)
-    lv = int(level) if float(level).is_integer() else level  # the column is named after it as given
-    sf.forecast(df=df, h=1, level=[lv], fitted=True)
+    lvs = [int(v) if float(v).is_integer() else v for v in levels]  # columns are named as given
+    sf.forecast(df=df, h=1, level=lvs, fitted=True)
     fv = sf.forecast_fitted_values()
     name = type(m).__name__
-    lo = fv[f"{name}-lo-{lv}"].to_numpy().reshape(n, t)
-    hi = fv[f"{name}-hi-{lv}"].to_numpy().reshape(n, t)
-    return lo, hi
+    return {
+        float(v): (
+            fv[f"{name}-lo-{v}"].to_numpy().reshape(n, t),
+            fv[f"{name}-hi-{v}"].to_numpy().reshape(n, t),
+        )
+        for v in lvs
+    }
 
 
 def library_flags(
-    x: np.ndarray, floor: float, pct: float, drop_pct: float, model: str = "mstl", level: float = 99.0
-) -> tuple[np.ndarray, np.ndarray, float]:
-    """(plain flags, guarded flags, seconds): outside the interval, and additionally past the
-    same $ floor and % thresholds as our detector (expected = the interval's midpoint)."""
-    c = max(floor / 2, 0.01)
+    x: np.ndarray, floor: float, pct: float, drop_pct: float, model: str, levels: tuple[float, ...]
+) -> tuple[dict[float, tuple[np.ndarray, np.ndarray]], float]:
+    """Per interval level: (plain flags, guarded flags), and the seconds the fit took. Plain:
+    outside the interval; guarded: also past the same $ floor and % thresholds as our detector
+    (expected = the interval's midpoint)."""
+    c = max(floor / 4, 0.01)
     y = np.log(x + c)
     t0 = time.perf_counter()
-    lo, hi = statsforecast_bounds(y, model, level)
+    bounds = statsforecast_bounds(y, model, levels)
     secs = time.perf_counter() - t0
-    lo, hi = np.nan_to_num(lo, nan=-np.inf), np.nan_to_num(hi, nan=np.inf)
-    plain = (y > hi) | (y < lo)
-    exp = np.exp((lo + hi) / 2) - c
-    up = (y > hi) & (x - exp >= floor) & (x - exp >= pct * exp)
-    down = (y < lo) & (exp - x >= floor) & (exp - x >= drop_pct * exp)
-    return plain, up | down, secs
+    out = {}
+    for level, (lo, hi) in bounds.items():
+        lo, hi = np.nan_to_num(lo, nan=-np.inf), np.nan_to_num(hi, nan=np.inf)
+        exp = np.exp((lo + hi) / 2) - c
+        up = (y > hi) & (x - exp >= floor) & (x - exp >= pct * exp)
+        down = (y < lo) & (exp - x >= floor) & (exp - x >= drop_pct * exp)
+        out[level] = ((y > hi) | (y < lo), up | down)
+    return out, secs

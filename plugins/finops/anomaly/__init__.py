@@ -1,6 +1,6 @@
 """Cost anomaly detection.
 
-detect.py        PURE, vectorised detector (seasonal median + MAD, $ floor AND % AND z)
+detect.py        PURE, vectorised detector (log level + weekday profile, new-level acceptance; $ AND % AND z)
 series.py        rows -> matrix, flags -> events
 state.py         stable anomaly ids, update-not-repeat lifecycle
 contributors.py  root cause: which usage types / resources carry the jump

@@ -2,30 +2,37 @@
 
 Why this shape: cost series are multiplicative (noise, weekday shape and growth scale with the
 level), heavy-tailed when small, and change level for good (a new cluster, a launch). So the
-detector works on y = log(cost + c), with c half the $ floor: below the floor, relative swings
-shrink, so a $5 service that doubles is not news. Per series and day t, using days < t only:
+detector works on y = log(cost + c), with c a quarter of the $ floor: far below the floor,
+relative swings shrink, so a $2 service that triples is not news. Per series and day t, from
+days before t only (a day's verdict never changes when later days arrive):
 
   profile p[t]  weekday effect: median, over the same weekday 1..8 weeks back, of y minus its
                 centred 7-day median (a spike, a holiday or an outage in one week moves nothing);
   level L       robust exponential smoothing of d = y - p: each day moves L by alpha x the
-                residual clipped at +-CLIP sigmas, so a spike barely moves it and a trend is
-                followed (growth of 80 % a year lags by ~1 %);
-  sigma         robust dispersion of the log residuals: an exponentially weighted mean of
-                |residual| clipped at 3 sigma (a log-scale MAD that forgets slowly);
-  z             (d[t] - L) / sigma.
+                residual clipped at +-clip sigmas, so a spike barely moves it and a trend is
+                followed (growth of 80 % a year is ~0.2 % a day);
+  sigma         dispersion of the log residuals: an exponentially weighted mean of |residual|
+                clipped at 3 sigma (a log-scale MAD that forgets slowly);
+  z             (d[t] - L) / sigma, compared with z raised by (tail rate) ** tail_gamma, where
+                the tail rate is how often the noise went beyond 3 sigma on the OTHER side
+                (Student-t-like noise gets a higher bar; the events a side detects never
+                raise their own bar).
 
-A day is flagged UP when z >= z, the $ excess >= abs_floor and the excess >= pct of expected
+A day is flagged UP when z passes, the $ excess >= abs_floor and the excess >= pct of expected
 (AWS Cost Anomaly Detection's "$ AND %" monitor thresholds, plus the z-score), and DOWN (an
-outage) when z <= -z, the $ shortfall >= abs_floor and spend fell by >= drop_pct. Expected is
-measured against both the current level and the level LAG days ago (the higher one for UP, the
-lower one for DOWN): coming back from a holiday lull or from an accepted spike is not news.
+outage) when -z passes, the $ shortfall >= abs_floor and spend fell by >= drop_pct. Expected
+is measured against both the current level and the level `lag` days ago (the higher one for UP,
+the lower one for DOWN): coming back from a holiday lull or an accepted spike is not news.
+A slow test catches ramps the level has been following: the median of the last five days
+against the level `lag` days ago, with the same thresholds.
 
-New normal: after ACCEPT consecutive days beyond +-ACCEPT_Z sigmas in one direction (a level
-shift, a ramp, a launch, a lull), L jumps to the median of those days and, for SETTLE days,
-follows the series quickly without alerting. A shift therefore alerts on its first days, as
-one run, and not for weeks after. Drops shared by many series on the same day (a holiday, a
-calendar lull) are not outages: with >= COMMON_MIN_SERIES series, a day where >= COMMON_SHARE
-of them fall by a third or more raises no DOWN flag.
+New normal: after `accept` consecutive days beyond `accept_z` sigmas in one direction, or a
+slow alert (a level shift, a ramp, a launch, a lull), L jumps to the recent median and, for
+`settle` days, follows the series quickly and alerts at most once, against the level before
+the change. A shift therefore alerts on its first days, as one run, not for weeks after.
+Drops shared by many series on the same day (a holiday, a calendar lull) are not outages: with
+>= COMMON_MIN_SERIES series, a day where >= COMMON_SHARE of them (and >= 3) fell by a third or
+more raises no DOWN flag. A lull on a monitor of fewer series alerts only past drop_pct.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ MAD_K = 1.4826
 NORMAL_EXCEED = 0.00135  # P(z < -3) = P(z > 3) for normal noise
 TAIL_LAMBDA = 0.01  # the exceedance rate forgets over ~100 days
 COMMON_MIN_SERIES = 20
-COMMON_SHARE = 0.03
+COMMON_SHARE = 0.02
 COMMON_MIN_FELL = 3  # and at least this many series: one outage is not a holiday
 FELL = float(np.log(2 / 3))  # "fell by a third or more", on the log scale
 
@@ -51,7 +58,7 @@ FELL = float(np.log(2 / 3))  # "fell by a third or more", on the log scale
 class Model:
     """The detector's internal constants (tuned in bench/anomaly.py on half of the regimes)."""
 
-    alpha: float = 0.1  # level smoothing per day
+    alpha: float = 0.05  # level smoothing per day
     clip: float = 2.0  # a day moves the level by at most clip sigmas
     lam: float = 0.05  # sigma smoothing per day
     accept: int = 3  # consecutive same-sign days beyond accept_z that make a new level
@@ -59,7 +66,7 @@ class Model:
     settle: int = 14  # days after a new level: follow quickly, alert at most once (vs the old level)
     alpha_settle: float = 0.5
     lag: int = 21  # the older level that expected is also measured against
-    slow_sd: float = 0.6  # sd of a 5-day median (0.56 sigma) and of the smoothed level, in sigmas
+    slow_sd: float = 0.5  # noise of the 5-day median vs the older level, in sigmas (0.56 for normal noise)
     tail_gamma: float = 0.25  # z is raised by (exceedance rate / normal) ** tail_gamma
     offset: float = 0.25  # c = offset x abs_floor in log(cost + c)
 
@@ -69,7 +76,7 @@ class Thresholds:
     abs_floor: float = 50.0  # minimum $ above (or below) expected
     pct: float = 0.35  # minimum share above expected (0.35 = 35 %)
     z: float = 5.0  # minimum robust z-score on the log scale
-    drop_pct: float = 0.7  # minimum share below expected for an outage (0.7 = spend fell 70 %)
+    drop_pct: float = 0.6  # minimum share below expected for an outage (0.6 = spend fell 60 %)
 
 
 @dataclass
