@@ -27,6 +27,7 @@ total (the raw total the spine reconciles against).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -60,7 +61,10 @@ class Lifetime:
 
 
 def observe(
-    known: dict[str, Lifetime], instances: list[dict], polled_at: datetime, max_gap: timedelta = DEFAULT_MAX_GAP
+    known: dict[str, Lifetime],
+    instances: list[dict],
+    polled_at: datetime,
+    max_gap: timedelta = DEFAULT_MAX_GAP,
 ) -> dict[str, Lifetime]:
     """Fold one poll of /api/v1/instances into the lifetimes; returns the changed ones.
 
@@ -77,7 +81,9 @@ def observe(
         old = known.get(iid)
         if old is not None and old.ended_at is not None:
             if old.status == "gone" and status in BILLABLE_STATUSES:  # missed by one listing, still running
-                changed[iid] = replace(old, last_seen=max(old.last_seen, polled_at), ended_at=None, status=status)
+                changed[iid] = replace(
+                    old, last_seen=max(old.last_seen, polled_at), ended_at=None, status=status
+                )
             continue  # closed by `terminated`: a stale listing cannot reopen it
         if status == "terminated":
             if old is not None:
@@ -87,8 +93,15 @@ def observe(
             continue  # booting: not billed yet
         if old is None:
             changed[iid] = Lifetime(
-                iid, inst.get("name"), itype.get("name", "unknown"), region,
-                int(itype.get("price_cents_per_hour", 0)), polled_at, polled_at, None, status,
+                iid,
+                inst.get("name"),
+                itype.get("name", "unknown"),
+                region,
+                int(itype.get("price_cents_per_hour", 0)),
+                polled_at,
+                polled_at,
+                None,
+                status,
             )
         else:
             changed[iid] = replace(old, last_seen=max(old.last_seen, polled_at), status=status)
@@ -120,6 +133,19 @@ class LambdaLifetimesConverter:
 
     def reader_sql(self, files: list[str]) -> str:
         return f"SELECT * FROM read_parquet({files_list(files)}, union_by_name = true)"
+
+    def variant(self, columns: Sequence[str]) -> str:
+        return "Lambda Cloud instance lifetimes (polled /api/v1/instances)"
+
+    def derived_counts_sql(self, raw: str) -> str:
+        """(column, rows): Lambda ships no billing data, so every FOCUS column is ours; these are the
+        recommended / descriptive ones (ChargeDescription from the instance type, ChargeFrequency
+        'Usage-Based', InvoiceId provisional account + month, ServiceSubcategory 'Virtual Machines'),
+        counted per raw interval."""
+        return " UNION ALL ".join(
+            f"SELECT {lit(c)} AS column, count(*) AS rows FROM {raw}"
+            for c in ("ChargeDescription", "ChargeFrequency", "InvoiceId", "ServiceSubcategory")
+        )
 
     @staticmethod
     def _clipped(raw: str, start: str, end: str) -> str:
@@ -188,7 +214,9 @@ WHERE m1 > m0"""
             "x_usage_type": lit("on-demand"),
             "x_charge_type": "'Usage'",
         }
-        return f"SELECT {select_list({**cols, **lineage(ctx, self.provider)})} FROM ({hours}) WHERE cum1 > cum0"
+        return (
+            f"SELECT {select_list({**cols, **lineage(ctx, self.provider)})} FROM ({hours}) WHERE cum1 > cum0"
+        )
 
 
 CONVERTER = LambdaLifetimesConverter()
