@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export FINOPS_HOME ?= $(CURDIR)/.finops
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo ui test lint lock services focus-validator node-tools chromium clean
+.PHONY: setup demo ui test lint lock services focus-validator focus-converters node-tools chromium clean
 
 setup: $(STAMP)
 
@@ -32,6 +32,10 @@ services:
 focus-validator:
 	@bash scripts/ensure_focus_validator.sh
 
+# The FinOps Foundation focus-converter, for the differential test (tests/differential/).
+focus-converters:
+	@bash scripts/ensure_focus_converters.sh
+
 # Azurite (Azure Blob emulator) from the npm registry, pinned by package-lock.json.
 node-tools: node_modules/.bin/azurite-blob
 node_modules/.bin/azurite-blob: package.json package-lock.json
@@ -50,7 +54,7 @@ demo: setup node-tools
 ui: setup
 	$(BIN)/python -m finops.demo.ui $(UI_ARGS)
 
-test: setup services focus-validator node-tools chromium
+test: setup services focus-validator focus-converters node-tools chromium
 	$(BIN)/ruff check plugins dags tests bench
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 tests
 
@@ -59,4 +63,4 @@ lint: setup
 	$(BIN)/ruff format --check plugins dags tests bench
 
 clean:
-	rm -rf $(VENV) .venv-focus .finops .finops-test node_modules
+	rm -rf $(VENV) .venv-focus .venv-focus-converters .finops .finops-test node_modules
