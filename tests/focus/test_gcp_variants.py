@@ -21,7 +21,9 @@ import pytest
 
 from finops.config import GcpSource
 from finops.demo import gcp_generator as gen
-from finops.ingest import load_batch
+from finops.export import export_focus
+from finops.focus_validator import DEFAULT_VENV, run_focus_validator
+from finops.ingest import RawBatch, load_batch
 from finops.sources import gcp_bigquery
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "gcp"
@@ -207,3 +209,63 @@ def test_variant_loads_to_the_cent(
     assert counts == {
         c: len(rows) for c in ("ChargeDescription", "ChargeFrequency", "InvoiceId", "ServiceSubcategory")
     }
+
+
+def _arrow_schema(fields):
+    import pyarrow as pa
+
+    def conv(f):
+        if f["type"] == "RECORD":
+            typ = pa.struct([conv(c) for c in f["fields"]])
+        else:
+            typ = {
+                "STRING": pa.string(),
+                "FLOAT": pa.float64(),
+                "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+                "NUMERIC": pa.decimal128(38, 9),
+                "BOOLEAN": pa.bool_(),
+            }[f["type"]]
+        return pa.field(f["name"], pa.list_(typ) if f.get("mode") == "REPEATED" else typ)
+
+    return pa.schema([conv(f) for f in fields])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (DEFAULT_VENV / "bin" / "focus-validator").exists(),
+    reason="focus-validator venv missing: run `make focus-validator`",
+)
+def test_standard_and_detailed_pass_focus_validator(duckdb_wh, tmp_path):
+    """The standard and the detailed table of one month, loaded as two sources and exported
+    together: focus-validator finds nothing but the InvoiceId OR branch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sample = gen.generate(period="2026-10", days=1, seed=4)
+    rows = _decorate(sample.rows)
+    for fmt, name in (("standard", "gcp_billing_export_v1"), ("detailed", "gcp_billing_export_resource_v1")):
+        schema = json.loads((DATA / f"{name}.schema.json").read_text())
+        path = tmp_path / f"{fmt}.parquet"
+        table = pa.Table.from_pylist([_project(r, schema) for r in rows], schema=_arrow_schema(schema))
+        pq.write_table(table, path)
+        src = GcpSource(name=f"gcp-{fmt}", project="p", dataset="d", table=name, format=fmt)
+        batch = RawBatch(
+            source=src.name, provider="gcp", billing_period="2026-10", files=[path], fingerprint=fmt
+        )
+        entry = load_batch(duckdb_wh, batch, gcp_bigquery.converter_for(src))
+        assert entry.status == "loaded", entry.message
+        assert entry.raw_billed_total.quantize(Decimal("0.01")) == _expected(rows)[0].quantize(
+            Decimal("0.01")
+        )
+    out = tmp_path / "focus.parquet"
+    assert export_focus(duckdb_wh, "2026-10", out) > 0
+    res = run_focus_validator(out)
+    fails = [line for line in res.output.splitlines() if "FAIL" in line]
+    assert res.failed == 1 and "InvoiceId-C-004-C" in fails[0], "\n".join(fails)
+    units = {
+        r[0]
+        for r in duckdb_wh.query(
+            "SELECT DISTINCT pricing_unit FROM focus_costs WHERE pricing_unit IS NOT NULL"
+        )
+    }
+    assert units <= {"Hours", "GiB-Months", "TiB"}, units
