@@ -118,6 +118,7 @@ def test_sample_loads_to_the_cent_and_idempotently(duckdb_wh, tmp_path, name, fo
     # the FOCUS spec's example names a subcategory FOCUS 1.2 does not list ('Compute Instances'):
     # each row gets 'Other (Compute)' and is counted; every CUR line has its own description
     assert (first.derived_columns or {}) == DERIVED.get(name, {})
+    assert not first.unknown_units  # every unit the sample writes has its FOCUS UnitFormat
     by_ccy = dict(
         duckdb_wh.query(
             "SELECT billing_currency, sum(billed_cost) FROM focus_costs WHERE x_billing_period = ? GROUP BY 1",

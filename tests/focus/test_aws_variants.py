@@ -260,5 +260,6 @@ def test_aws_focus_exports(tmp_path, finops_home, version, columns):
     ]
     subcategory = {"1.0": "Other (Storage)", "1.2": "Object Storage"}[version]
     assert {r["service_subcategory"] for r in out} == {subcategory}
+    assert {r["pricing_unit"] for r in out} == {"GB-Months"}  # CUR's 'GB-Mo' in FOCUS UnitFormat
     expected = {"ChargeDescription": 1} | ({"ServiceSubcategory": 2} if version == "1.0" else {})
     assert derived(conv, [f]) == expected

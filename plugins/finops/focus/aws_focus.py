@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from finops.focus.aws_columns import focus_variant
 from finops.focus.projection import other_subcategory_sql, raw_totals_by_currency
 from finops.focus.schema import BY_NAME, FOCUS_COLUMNS, SERVICE_SUBCATEGORIES, Kind
+from finops.focus.units import unit_sql
 from finops.ingest import ConvertContext, sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
@@ -25,6 +26,7 @@ _REQUIRED = ("BilledCost", "BillingPeriodStart", "ChargePeriodStart", "BillingCu
 # Recommended columns this converter fills when the export leaves them out or blank; normalize_sql
 # guarantees each exists (NULL when absent), so derived_counts_sql can read them.
 _ENSURED = ("ChargeDescription", "ServiceSubcategory", "ServiceCategory")
+_UNITS = ("pricing_unit", "consumed_unit", "commitment_discount_unit")
 _X = {  # our extension column -> AWS FOCUS export column
     "x_usage_type": "x_UsageType",
     "x_operation": "x_Operation",
@@ -111,6 +113,8 @@ class AwsFocusConverter:
                     )
                 else:
                     expr = f"CAST(json(NULLIF(CAST({ident} AS VARCHAR), '')) AS VARCHAR)"
+            elif col.snake in _UNITS:  # AWS's CUR spellings ('Hrs', 'GB-Mo') -> FOCUS UnitFormat
+                expr = unit_sql(f"CAST({ident} AS VARCHAR)")
             else:
                 expr = f"NULLIF(CAST({ident} AS VARCHAR), '')"
             out.append(f"{expr} AS {target}")
