@@ -5,8 +5,9 @@ scored against the month's real total.
     .venv/bin/python bench/forecast.py [--series 2000] [--seed 7] [--months 6] [--speed 10000]
 
 Reported per regime: MAPE of the month total (cases with a total >= $1), the share of totals
-inside the 80 % and 95 % intervals (coverage; the target is the nominal level), and the
-interval's median relative width. The model's free parameters (LEVEL_DAYS, INTERVAL_WIDEN in
+inside the 80 % and 95 % intervals (coverage; the target is the nominal level), the
+interval's median relative width, and two baselines' MAPE on the same cases: the month's run
+rate so far stretched to the whole month, and last month's total. The model's free parameters (LEVEL_DAYS, INTERVAL_WIDEN in
 finops.forecast.model) are chosen on the TUNE regimes and judged on the HELD regimes and the
 demo data, which they never saw.
 """
@@ -190,6 +191,12 @@ def backtest(x: np.ndarray, held_months: int, **kw) -> dict[str, list[float]]:
                 continue
             f = model.month_end(x[:, :cut], START.weekday(), day, m1 - cut, **kw)
             ok = actual >= 1.0
+            # baselines: the month's run rate so far stretched to the month (what a spreadsheet
+            # does), and last month's total
+            runrate = x[:, m0:cut].sum(axis=1) * (m1 - m0) / day
+            last = x[:, max(m0 - (m1 - m0), 0) : m0].sum(axis=1)
+            out["ape_runrate"] += list(np.abs(runrate[ok] - actual[ok]) / actual[ok])
+            out["ape_last"] += list(np.abs(last[ok] - actual[ok]) / actual[ok])
             out["ape"] += list(np.abs(f.forecast[ok] - actual[ok]) / actual[ok])
             out["in80"] += list(((actual >= f.lo80) & (actual <= f.hi80))[ok])
             out["in95"] += list(((actual >= f.lo95) & (actual <= f.hi95))[ok])
@@ -203,7 +210,8 @@ def summary(r: dict[str, list]) -> str:
     return (
         f"MAPE {100 * ape.mean():5.1f} %  median APE {100 * np.median(ape):4.1f} %  "
         f"cover80 {100 * np.mean(r['in80']):5.1f} %  cover95 {100 * np.mean(r['in95']):5.1f} %  "
-        f"width80 {100 * np.median(r['width80']):5.1f} %  (n={ape.size})"
+        f"width80 {100 * np.median(r['width80']):5.1f} %  (n={ape.size}); baseline MAPE: run rate "
+        f"{100 * np.mean(r['ape_runrate']):.1f} %, last month {100 * np.mean(r['ape_last']):.1f} %"
     )
 
 
