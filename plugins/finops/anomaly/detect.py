@@ -61,9 +61,9 @@ class Model:
     alpha: float = 0.05  # level smoothing per day
     clip: float = 2.0  # a day moves the level by at most clip sigmas
     lam: float = 0.05  # sigma smoothing per day
-    accept: int = 3  # consecutive same-sign days beyond accept_z that make a new level
+    accept: int = 4  # consecutive same-sign days beyond accept_z that make a new level
     accept_z: float = 3.0
-    settle: int = 14  # days after a new level: follow quickly, alert at most once (vs the old level)
+    settle: int = 7  # days after a new level: follow quickly, alert at most once (vs the old level)
     alpha_settle: float = 0.5
     lag: int = 21  # the older level that expected is also measured against
     slow_sd: float = 0.5  # noise of the 5-day median vs the older level, in sigmas (0.56 for normal noise)
