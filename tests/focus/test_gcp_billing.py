@@ -256,3 +256,21 @@ def test_pacific_invoice_month_edges_validate(tmp_path, finops_home, period, fir
         [res.staging_file], source="src", billing_period=period, raw_billed_total=res.raw_billed_total
     )
     assert report.failures == [] and report.success
+
+
+def test_credits_of_an_early_schema_without_type_are_netted(tmp_path, finops_home):
+    """Credits recorded as {name, amount} only (the first export schema; a copied table keeps it):
+    an untyped credit is a discount on its row, never dropped from BilledCost while the raw total
+    counts it (that would quarantine the month)."""
+    import duckdb
+
+    rows = [_usage("A100", "Nvidia Tesla A100 GPU running in Americas", 2.5)]
+    path = _write(rows, tmp_path)
+    old = tmp_path / "old.parquet"
+    duckdb.sql(
+        f"COPY (SELECT * REPLACE ([{{'name': 'Sustained use discount', 'amount': -0.75}}] AS credits) "
+        f"FROM read_parquet('{path}')) TO '{old}' (FORMAT parquet)"
+    )
+    res, out = convert(CONVERTER, [old], provider="gcp", period="2026-10", tmp=tmp_path)
+    assert res.raw_billed_total == res.focus_billed_total == Decimal("1.75")
+    assert [r["billed_cost"] for r in out] == [Decimal("1.75")]

@@ -245,8 +245,9 @@ class GcpBillingConverter:
         return f"""SELECT *,
   {_money("cost")} AS x_cost,
   {_money("COALESCE(cost_at_list, cost)")} AS x_list,
-  {_credit_sum(f"c.type <> {PROMO}")} AS x_discounts,
-  {_credit_sum(f"c.type <> {PROMO} AND c.type NOT IN {COMMITMENT_TYPES}")} AS x_contract_discounts,
+  {_credit_sum(f"coalesce(c.type, '') <> {PROMO}")} AS x_discounts,
+  {_credit_sum(f"coalesce(c.type, '') <> {PROMO} AND coalesce(c.type, '') NOT IN {COMMITMENT_TYPES}")}
+    AS x_contract_discounts,
   list_filter(credits, lambda c: c.type IN {COMMITMENT_TYPES})[1] AS x_cud,
   {_tags()} AS x_tags,
   CASE lower(cost_type)
