@@ -36,17 +36,18 @@ def statsforecast_bounds(
     else:
         m = AutoETS(season_length=7, model="ZZZ")
     sf = StatsForecast(models=[m], freq="D", n_jobs=1)
-    lvs = [int(v) if float(v).is_integer() else v for v in levels]  # columns are named as given
-    sf.forecast(df=df, h=1, level=lvs, fitted=True)
+    sf.forecast(df=df, h=1, level=list(levels), fitted=True)
     fv = sf.forecast_fitted_values()
     name = type(m).__name__
-    return {
-        float(v): (
-            fv[f"{name}-lo-{v}"].to_numpy().reshape(n, t),
-            fv[f"{name}-hi-{v}"].to_numpy().reshape(n, t),
-        )
-        for v in lvs
-    }
+
+    def col(side: str, level: float) -> np.ndarray:
+        # named after the level as statsforecast formats it (99, 99.0 or 99.9): match by value
+        (c,) = [
+            c for c in fv.columns if c.startswith(f"{name}-{side}-") and float(c.rsplit("-", 1)[1]) == level
+        ]
+        return fv[c].to_numpy().reshape(n, t)
+
+    return {float(v): (col("lo", v), col("hi", v)) for v in levels}
 
 
 def library_flags(
