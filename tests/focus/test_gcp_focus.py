@@ -30,8 +30,9 @@ def test_reconciles_with_the_invoice_and_with_the_detailed_export(converted):
     sample, res, rows, tmp = converted
     assert res.focus_billed_total == res.raw_billed_total
     assert res.raw_billed_total.quantize(Decimal("0.01")) == sample.billed_total.quantize(Decimal("0.01"))
-    det, det_rows = convert(DETAILED, [sample.write_parquet(tmp / "raw.parquet")], provider="gcp", period="2026-10",
-                            tmp=tmp)
+    det, det_rows = convert(
+        DETAILED, [sample.write_parquet(tmp / "raw.parquet")], provider="gcp", period="2026-10", tmp=tmp
+    )
     assert det.focus_billed_total == res.focus_billed_total
     assert det.focus_effective_total == res.focus_effective_total
 
@@ -66,6 +67,32 @@ def test_credit_rows_and_canonical_enums(converted):
 def test_tags_priority(converted):
     sample, _, rows, _ = converted
     src = next(r for r in sample.rows if any(x["key"] == "team" for x in r["labels"]))
-    out = next(r for r in rows if r["charge_period_start"] == src["usage_start_time"].replace(tzinfo=None)
-               and r["sku_id"] == src["sku"]["id"] and r["charge_category"] == "Usage")
+    out = next(
+        r
+        for r in rows
+        if r["charge_period_start"] == src["usage_start_time"].replace(tzinfo=None)
+        and r["sku_id"] == src["sku"]["id"]
+        and r["charge_category"] == "Usage"
+    )
     assert json.loads(out["tags"])["team"] == "research"  # resource label beats project label
+
+
+def test_view_service_category_as_the_pricing_taxonomy_array(converted):
+    """The view takes ServiceCategory from the pricing export's product_taxonomy, an
+    ARRAY<STRING>: it is not a FOCUS category, so ours is used, and the load counts it as derived."""
+    import duckdb
+
+    sample, _, _, tmp = converted
+    src = gen.write_focus_view_parquet(sample, tmp / "view.parquet")
+    arr = tmp / "view_taxonomy.parquet"
+    duckdb.sql(
+        f"COPY (SELECT * REPLACE (CASE WHEN ServiceName = 'Compute Engine' THEN ['GCP', 'Compute', 'VMs On Demand'] "
+        f"END AS ServiceCategory) FROM read_parquet('{src}')) TO '{arr}' (FORMAT parquet)"
+    )
+    res, rows = convert(CONVERTER, [arr], provider="gcp", period="2026-10", tmp=tmp)
+    assert res.focus_billed_total == res.raw_billed_total
+    assert {r["service_category"] for r in rows if r["service_name"] == "Compute Engine"} == {"Compute"}
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW raw AS {CONVERTER.reader_sql([str(arr)])}")
+    counts = dict(con.execute(CONVERTER.derived_counts_sql("raw")).fetchall())
+    assert counts["ServiceCategory"] == len(sample.rows)  # none of the view's values is a FOCUS category
