@@ -17,10 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from finops.budgets.settings import BudgetsConfig
 from finops.paths import config_path
+from finops.secret_scan import find_secrets
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-# Keys that look like secrets are refused outright: they belong in an Airflow connection.
-_SECRET_KEYS = re.compile(r"(password|secret|token|api_?key|access_?key|private_?key|sas|webhook_url)", re.I)
 
 
 class ConfigError(ValueError):
@@ -47,9 +46,13 @@ class SourceBase(_Model):
 class AwsSource(SourceBase):
     conn_id: str = "aws_default"
     bucket: str
-    prefix: str = Field(description="CUR 2.0: the export root holding data/ and metadata/; legacy: report prefix")
+    prefix: str = Field(
+        description="CUR 2.0: the export root holding data/ and metadata/; legacy: report prefix"
+    )
     format: Literal["cur2", "cur_legacy", "focus"] = "cur2"
-    report_name: str | None = Field(default=None, description="legacy CUR report name (defaults to last prefix part)")
+    report_name: str | None = Field(
+        default=None, description="legacy CUR report name (defaults to last prefix part)"
+    )
 
     @field_validator("prefix")
     @classmethod
@@ -73,7 +76,9 @@ class AzureSource(SourceBase):
     prefix: str = ""
     format: Literal["actual", "amortized", "focus"] = "amortized"
     agreement: Literal["ea", "mca", "auto"] = "auto"
-    currency: str | None = Field(default=None, description="only for EA 2019-10-01 files, which carry no currency column")
+    currency: str | None = Field(
+        default=None, description="only for EA 2019-10-01 files, which carry no currency column"
+    )
 
 
 class LambdaSource(SourceBase):
@@ -94,7 +99,9 @@ class Sources(_Model):
         seen: set[str] = set()
         for src in self.all():
             if src.name in seen:
-                raise ValueError(f"source name {src.name!r} is used twice; names must be unique across providers")
+                raise ValueError(
+                    f"source name {src.name!r} is used twice; names must be unique across providers"
+                )
             seen.add(src.name)
         return self
 
@@ -149,33 +156,29 @@ class FinOpsConfig(_Model):
 _SECRET = "secrets are not allowed in the config file; put them in an Airflow connection and reference it with conn_id"
 # Airflow's own conn_id alphabet (models.connection.RE_SANITIZE_CONN_ID), minus anything URI-like.
 _CONN_ID = re.compile(r"^[\w#!().:/\\-]{1,250}$")
-# A secret under an innocent key: credentials in a URL (scheme://user:password@host) or a Slack
-# webhook URL (the URL is the credential).
-_SECRET_VALUES = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s@]*:[^/\s@]*@|hooks\.slack(-gov)?\.com/", re.I)
 
 
-def _find_secrets(node: Any, path: str = "") -> list[str]:
-    """`path: reason` for every secret-looking key or value. Values are never echoed: the
-    error is logged, and the point is to keep the secret out of logs."""
+def _find_secrets(data: Any) -> list[str]:
+    """`path: reason` for every conn_id that is not a connection id, then every secret-looking
+    key or value (finops.secret_scan). Values are never echoed: the error is logged, and the
+    point is to keep the secret out of logs."""
     found: list[str] = []
-    if isinstance(node, dict):
-        for k, v in node.items():
-            p = f"{path}.{k}" if path else str(k)
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:  # conn_id values: ids of Airflow connections, never URIs or credentials
+        path, node = stack.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for k, v in items:
+            p = f"{path}[{k}]" if isinstance(node, list) else (f"{path}.{k}" if path else str(k))
             if isinstance(k, str) and k.endswith("conn_id"):
                 if v is not None and (not isinstance(v, str) or not _CONN_ID.match(v) or "://" in v):
-                    found.append(f"{p}: must be the id of an Airflow connection (letters, digits, _ - . : /), "
-                                 "not a URI or credentials; define the connection as AIRFLOW_CONN_<ID>, "
-                                 "in the metadata DB or in a secrets backend")
-                continue
-            if isinstance(k, str) and _SECRET_KEYS.search(k):
-                found.append(f"{p}: {_SECRET}")
-            found += _find_secrets(v, p)
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            found += _find_secrets(v, f"{path}[{i}]")
-    elif isinstance(node, str) and _SECRET_VALUES.search(node):
-        found.append(f"{path or '(root)'}: {_SECRET}")
-    return found
+                    found.append(
+                        f"{p}: must be the id of an Airflow connection (letters, digits, _ - . : /), "
+                        "not a URI or credentials; define the connection as AIRFLOW_CONN_<ID>, "
+                        "in the metadata DB or in a secrets backend"
+                    )
+            else:
+                stack.append((p, v))
+    return found + [f"{path}: {_SECRET} ({why})" for path, why in find_secrets(data, skip_keys=("conn_id",))]
 
 
 def _fmt_loc(loc: tuple[Any, ...]) -> str:
@@ -200,15 +203,97 @@ def parse_config(data: Any, origin: str = "finops.yaml") -> FinOpsConfig:
         raise ConfigError("\n".join(lines)) from None
 
 
+# finops.yaml is a few KB; these bounds keep a hostile file from costing minutes or gigabytes:
+# 1 MiB of text, 64 levels of nesting, 100k values once every YAML alias is expanded (nine
+# nested aliases of nine items each, the "billion laughs", expand to 387M from 500 bytes).
+MAX_CONFIG_BYTES = 1 << 20
+MAX_CONFIG_DEPTH = 64
+MAX_CONFIG_NODES = 100_000
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: 10x faster than pure Python
+
+
+def _check_shape(text: str, origin: str) -> None:
+    """Walk the YAML events once (iterative in libyaml and PyYAML) before building anything:
+    refuse nesting deeper than MAX_CONFIG_DEPTH (libyaml's composer recursed into a segfault
+    on 400k nested brackets) and aliases that expand to more than MAX_CONFIG_NODES values
+    (every later walk of the data, validation included, pays the expanded size)."""
+    expanded: dict[str, int] = {}  # anchor -> size of its node, fully expanded
+    open_nodes: list[tuple[str | None, int]] = []  # (anchor, size so far) of each open collection
+    total = 0
+    for event in yaml.parse(text, Loader=_LOADER):
+        size = 0
+        if isinstance(event, yaml.CollectionStartEvent):
+            if len(open_nodes) >= MAX_CONFIG_DEPTH:
+                raise ConfigError(
+                    f"{origin}: nested more than {MAX_CONFIG_DEPTH} levels deep; "
+                    "a FinOps config needs a handful"
+                )
+            open_nodes.append((event.anchor, 1))
+            continue
+        if isinstance(event, yaml.CollectionEndEvent):
+            anchor, size = open_nodes.pop()
+        elif isinstance(event, yaml.ScalarEvent):
+            anchor, size = event.anchor, 1
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in expanded:  # an alias to a node that contains it
+                raise ConfigError(
+                    f"{origin}: the alias *{event.anchor} refers to a node that contains it; "
+                    "aliases must refer to a node defined before them"
+                )
+            anchor, size = None, expanded[event.anchor]
+        else:
+            continue
+        if anchor is not None:
+            expanded[anchor] = size
+        if open_nodes:
+            top_anchor, top_size = open_nodes[-1]
+            open_nodes[-1] = (top_anchor, top_size + size)
+        else:
+            total += size
+        if size > MAX_CONFIG_NODES or total > MAX_CONFIG_NODES:
+            raise ConfigError(
+                f"{origin}: YAML aliases (*name) expand to more than {MAX_CONFIG_NODES} values; "
+                "a FinOps config holds far fewer: write the values out or use fewer aliases"
+            )
+
+
+def load_yaml(path: str | Path, error: type[ValueError] = ValueError) -> Any:
+    """A YAML file of ours (finops.yaml, policies, allocation rules), bounded in size, depth and
+    alias expansion; safe types only. Every problem raises `error("<path>: reason")`."""
+    p = Path(path)
+    origin = str(p)
+    try:
+        with p.open("rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise error(f"{origin}: file not found") from None
+    except OSError as e:
+        raise error(f"{origin}: cannot read: {e.strerror or e}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise error(
+            f"{origin}: the file is larger than {MAX_CONFIG_BYTES // 1024} KiB; a FinOps config is a few "
+            "KB (is FINOPS_CONFIG pointing at the right file?)"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise error(f"{origin}: not UTF-8 text (byte {e.start})") from None
+    try:
+        _check_shape(text, origin)
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader (CSafeLoader / SafeLoader)
+    except ConfigError as e:
+        raise error(str(e)) from None
+    except yaml.YAMLError as e:
+        raise error(f"{origin}: not valid YAML: {e}") from None
+    except RecursionError:
+        raise error(f"{origin}: nested too deeply to read") from None
+
+
 def load_config(path: str | Path | None = None) -> FinOpsConfig:
     p = Path(path) if path else config_path()
     if not p.exists():
         raise ConfigError(f"{p}: config file not found (set FINOPS_CONFIG)")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{p}: not valid YAML: {e}") from None
-    return parse_config(data, origin=str(p))
+    return parse_config(load_yaml(p, ConfigError), origin=str(p))
 
 
 @lru_cache(maxsize=8)

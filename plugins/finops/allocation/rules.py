@@ -20,7 +20,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 UNALLOCATED = "unallocated"
@@ -157,14 +156,12 @@ def parse_rules(data: Any, origin: str = "allocation") -> AllocationRules:
 
 
 def load_rules(path: str | Path) -> AllocationRules:
+    from finops.config import load_yaml
+
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except FileNotFoundError:
-        raise AllocationConfigError(f"{p}: allocation rules file not found") from None
-    except yaml.YAMLError as e:
-        raise AllocationConfigError(f"{p}: not valid YAML: {e}") from None
-    return parse_rules(data, origin=str(p))
+    if not p.exists():
+        raise AllocationConfigError(f"{p}: allocation rules file not found")
+    return parse_rules(load_yaml(p, AllocationConfigError), origin=str(p))
 
 
 def rules_from_config(section: dict[str, Any], base_dir: Path | None = None) -> AllocationRules:

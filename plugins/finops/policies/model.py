@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 Provider = Literal["aws", "gcp", "azure", "lambda"]
@@ -277,12 +276,10 @@ def parse_policies(data: Any, origin: str = "policies.yaml") -> list[Policy]:
 
 
 def load_policy_file(path: str | Path) -> PolicyFile:
+    from finops.config import load_yaml
+
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as e:
-        raise PolicyError(f"{p}: not valid YAML: {e}") from None
-    return parse_file(data, origin=str(p))
+    return parse_file(load_yaml(p, PolicyError), origin=str(p))
 
 
 def load_all(directory: str | Path) -> tuple[list[Policy], list[Target]]:
