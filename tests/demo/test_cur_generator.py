@@ -74,3 +74,25 @@ def test_legacy_formats_carry_the_same_money(tmp_path):
         f"SELECT count(*), sum(CAST(\"lineItem/UnblendedCost\" AS DECIMAL(38,10))) "
         f"FROM read_csv('{tmp_path / 'c' / csv.data_keys[0]}', all_varchar = true)").fetchone()
     assert (n, D(s)) == (csv.totals.rows, csv.totals.billed_total)
+
+
+def test_a_spike_moves_one_teams_rows_to_one_day_and_keeps_the_totals(tmp_path):
+    """The demo's anomaly: rows move to the last day, none are added, so the invoice total and
+    the month's rows are the plain month's, and the moved cost is that team's p5 on-demand."""
+    from finops.demo.cur_generator import TEAMS, Spike
+
+    plain = GenSpec("2025-03", rows=4000, seed=5)
+    spiked = GenSpec("2025-03", rows=4000, seed=5, spike=Spike("p5_od", None, 1.0, team=TEAMS.index("ml-prod")))
+    assert expected_totals(spiked).billed_total == expected_totals(plain).billed_total
+
+    def last_day(spec: GenSpec) -> dict[str, D]:
+        d = write_cur2_period(tmp_path / str(spec.spike is not None), spec, prefix="x", bucket="b")
+        return {t: D(str(c)) for t, c in duckdb.connect().execute(
+            "SELECT resource_tags['user_team'], sum(CAST(line_item_unblended_cost AS DECIMAL(38,10))) "
+            f"FROM read_parquet('{tmp_path / str(spec.spike is not None) / d.data_keys[0]}') "
+            "WHERE line_item_usage_start_date >= TIMESTAMP '2025-03-31' AND line_item_usage_type LIKE '%BoxUsage:p5%' "
+            "AND line_item_line_item_type = 'Usage' GROUP BY 1").fetchall()}
+
+    before, after = last_day(plain), last_day(spiked)
+    assert after["ml-prod"] > 10 * before.get("ml-prod", D("0.01"))
+    assert {t: c for t, c in after.items() if t != "ml-prod"} == {t: c for t, c in before.items() if t != "ml-prod"}

@@ -150,14 +150,15 @@ class PeriodTotals:
 
 @dataclass(frozen=True)
 class Spike:
-    """A cost spike: `share` of one account's rows of one kind (a `_KINDS` name, e.g. p5_od) all
-    land on one day of the month (0-based; -1 = the last day). Rows move, none are added, so
-    the period's totals stay what they were and exact."""
+    """A cost spike: `share` of one account's rows of one kind (a `_KINDS` name, e.g. p5_od),
+    optionally only those tagged for one team, all land on one day of the month (0-based; -1 =
+    the last day). Rows move, none are added, so the period's totals stay what they were and exact."""
 
     kind: str
-    account: int  # index into ACCOUNTS
+    account: int | None  # index into ACCOUNTS; None: every account
     share: float
     day: int = -1
+    team: int | None = None  # index into TEAMS
 
 
 @dataclass
@@ -259,7 +260,12 @@ class _Gen:
         res_num = rng.integers(0, 5000, size=n)
         if s.spike is not None:
             kind_idx = next(i for i, kd in enumerate(_KINDS) if kd[0] == s.spike.kind)
-            moved = (k == kind_idx) & (acct == s.spike.account) & (res_num % 1000 < int(s.spike.share * 1000))
+            moved = (k == kind_idx) & (res_num % 1000 < int(s.spike.share * 1000))
+            if s.spike.account is not None:
+                moved &= acct == s.spike.account
+            if s.spike.team is not None:  # tagged (as _usage_table decides) and for that team
+                team_of = (res_num + acct) % len(TEAMS)
+                moved &= (res_num % 100 < int(s.tagged_share * 100)) & (team_of == s.spike.team)
             day[moved] = s.spike.day % s.days
         for arr in (acct, reg, day, hour, res_num):
             arr[sp_pos + 1] = arr[sp_pos]

@@ -46,11 +46,11 @@ UI_HINT = "make ui"
 
 
 def _demo_spike() -> Any:
-    """The last month's anomaly: 60 % of ml-prod's on-demand p5.48xlarge hours land on its last
-    day (a forgotten training fleet), about $6k on a $9k day at the default size."""
-    from finops.demo.cur_generator import Spike
+    """The last month's anomaly: team ml-prod's on-demand p5.48xlarge hours of the month all land
+    on its last day (a training fleet left running), about $9k on a $9k day at the default size."""
+    from finops.demo.cur_generator import TEAMS, Spike
 
-    return Spike(kind="p5_od", account=1, share=0.6, day=-1)
+    return Spike(kind="p5_od", account=None, share=1.0, day=-1, team=TEAMS.index("ml-prod"))
 
 
 DEMO_SPIKE = _demo_spike()

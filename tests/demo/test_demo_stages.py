@@ -1,0 +1,123 @@
+"""`make demo` end to end at a reduced size (AWS billing only: the other clouds' loads have
+their own DAG tests; the CUR months at the demo's size, which the anomaly spike needs),
+in its own process as `make demo` runs it, then `make ui` on the warehouse it left: every
+stage's output is checked here from what it wrote, not from what it printed about itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from email import message_from_bytes
+from email.policy import default
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+RUN = "import sys; from finops.demo.run import run_demo; sys.exit(run_demo(months=3, rows_per_month=20000, providers=('aws',)))"
+
+
+def _demo_env(home: Path) -> dict[str, str]:
+    """The demo's own Airflow home inside FINOPS_HOME, as `make demo` has it (the test
+    session's metadata DB and log folder settings stay out)."""
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW__DATABASE__", "AIRFLOW__LOGGING__"))
+    }
+    env.pop("AIRFLOW_HOME", None)
+    env.update({"FINOPS_HOME": str(home), "FINOPS_CONFIG": str(Path("include/config/finops.yaml").resolve())})
+    return env
+
+
+def _run(args: list[str], env: dict[str, str], timeout: int) -> str:
+    """Run `python args...`; its output, after asserting it exited 0 (the output's tail if not)."""
+    proc = subprocess.run(
+        [sys.executable, *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory, airflow_db) -> tuple[Path, str]:
+    """(FINOPS_HOME, printed output) of one demo run; the metadata DB is the session's migrated
+    copy (the demo would migrate its own the first time: 15 s)."""
+    home = tmp_path_factory.mktemp("demo_home")
+    (home / "airflow").mkdir()
+    shutil.copy(airflow_db, home / "airflow" / "airflow.db")
+    (home / "airflow" / ".migrated").write_text("ok")
+    return home, _run(["-c", RUN], _demo_env(home), timeout=1200)
+
+
+def test_every_stage_does_its_job(demo):
+    home, out = demo
+    for n in range(1, 7):
+        assert f"== {n}. " in out
+    assert "FAILED" not in out and out.count("-> ok (") == 6
+    assert "make ui" in out and "demo / finops-demo" in out
+
+    # 1-2: billing totals to the cent, then every cent allocated to a team
+    assert " ok" in out.split("== 2.")[0] and "MISMATCH" not in out
+    assert "every cent allocated, USD" in out.split("== 3.")[0]
+
+    # 3: the spike alerted through the real Slack webhook client and SMTP, as written to files
+    alerts = home / "demo" / "alerts"
+    posts = [json.loads(line) for line in (alerts / "slack.jsonl").read_text().splitlines()]
+    assert posts and all(p["text"].startswith("[") and p["blocks"] for p in posts)
+    assert any("team ml-prod" in json.dumps(p) for p in posts)  # the team monitor: ml-prod's p5 spike
+    assert any("Cost anomaly: provider aws" in p["text"] for p in posts)
+    mails = [message_from_bytes(p.read_bytes(), policy=default) for p in sorted(alerts.glob("mail-*.eml"))]
+    assert len(mails) == len(posts)
+    assert {m["To"] for m in mails} == {"finops-team@example.com"}
+    assert all(m["Subject"].startswith("[finops ") for m in mails)
+
+    # 4: the dry-run report names the non-compliant and idle instances; nothing changed (checked
+    # by the stage against moto's own state before and after)
+    report = next((home / "reports").glob("violations-*.txt")).read_text()
+    assert "Non-compliant resources" in report and "(no team)" in report and "ml-research" in report
+    assert "idle-gpu-8h: idle" in report and "idle-gpu-8h: busy" in report
+    stage4 = out.split("== 4.")[1].split("== 5.")[0]
+    assert "the dry run changed" not in stage4
+
+    import duckdb
+
+    con = duckdb.connect(str(home / "warehouse.duckdb"), read_only=True)
+    try:
+        acted = con.sql("SELECT DISTINCT dry_run FROM policy_actions WHERE action <> 'none'").fetchall()
+        assert acted in ([], [(True,)])  # a planned mark is a dry-run row, never a live one
+        # 5: price rows from the Azure, GCP and Lambda fakes
+        prices = dict(con.sql("SELECT provider, count(*) FROM ondemand_prices GROUP BY 1").fetchall())
+        assert set(prices) == {"azure", "gcp", "lambda"} and min(prices.values()) > 0
+        assert con.sql("SELECT count(*) FROM spot_prices").fetchone()[0] > 0
+        # 6: the CPU benchmark stored and priced
+        runs = con.sql(
+            "SELECT status, profile, gpu_model FROM gpu_benchmark_runs WHERE bench_run_id = 'demo-cpu'"
+        ).fetchall()
+        assert len(runs) == 1 and runs[0][0] == "ok" and runs[0][1] == "cpu" and runs[0][2].startswith("CPU")
+        steps = con.sql(
+            "SELECT value FROM gpu_benchmarks WHERE bench_run_id = 'demo-cpu' "
+            "AND metric = 'train_step_time' AND dtype = 'fp32'"
+        ).fetchone()
+        assert steps and steps[0] > 0
+    finally:
+        con.close()
+    assert "spot saves" in out.split("== 6.")[1]
+    assert json.loads((home / "demo" / "bench-cpu.json").read_text())["device"]["type"] == "cpu"
+
+
+def test_make_ui_serves_the_view_on_the_demo_warehouse(demo):
+    """`make ui --check` on a free port: the api-server starts on the demo's FINOPS_HOME, refuses
+    without a login, and with the demo login every FinOps page answers with data."""
+    from finops.demo.emulators import free_port
+
+    home, _ = demo
+    env = _demo_env(home)
+    env.pop("FINOPS_CONFIG")  # `make ui` finds the demo's own config in FINOPS_HOME
+    out = _run(["-m", "finops.demo.ui", "--check", "--port", str(free_port())], env, timeout=300)
+    assert "login:        demo / finops-demo" in out
+    assert "GET /finops/ -> 200" in out and "GET /finops/api/showback -> 200" in out
+    assert "GET /finops/api/anomalies -> 200" in out and "FAILED" not in out
