@@ -65,6 +65,12 @@ def _weekday_sums(x: np.ndarray, weekday0: int) -> np.ndarray:
     return out
 
 
+def first_spend(x: np.ndarray) -> np.ndarray:
+    """(N,): column of each series' first non-zero day (T when it never spent)."""
+    nz = x != 0
+    return np.where(nz.any(axis=1), np.argmax(nz, axis=1), x.shape[1])
+
+
 def _window(cs: np.ndarray, origins: np.ndarray, days: int) -> np.ndarray:
     """(O, 7, N): per-weekday sums over the `days` days ending at each origin (inclusive)."""
     hi = origins + 1
@@ -81,12 +87,16 @@ def _weekday_counts(weekday0: int, origins: np.ndarray, start_offset: int, days:
     return out
 
 
-def _avail_counts(weekday0: int, origins: np.ndarray, days: np.ndarray) -> np.ndarray:
-    """(O, 7): weekday counts of the `days[i]` days ending at origins[i] (inclusive)."""
-    out = np.zeros((origins.size, 7))
-    for i, (o, d) in enumerate(zip(origins, days, strict=True)):
-        out[i] = np.bincount((weekday0 + np.arange(o - d + 1, o + 1)) % 7, minlength=7)
-    return out
+def _avail_counts(weekday0: int, t: int, origins: np.ndarray, days: int, born: np.ndarray) -> np.ndarray:
+    """(O, 7, N): weekday counts of the days of each series' life (from `born`, its first
+    spend) among the `days` days ending at each origin: days before a series existed are
+    absent, not zero spend, or a young series' run rate would read low."""
+    before = np.zeros((t + 1, 7))  # before[k, w]: days < k on weekday w
+    before[1:] = np.cumsum(np.eye(7)[(weekday0 + np.arange(t)) % 7], axis=0)
+    hi = origins + 1
+    lo = np.maximum(hi[:, None] - days, np.minimum(born, t)[None, :])  # (O, N)
+    lo = np.minimum(lo, hi[:, None])
+    return np.moveaxis(before[hi][:, None, :] - before[lo], 2, 1)
 
 
 def rate_at(
@@ -99,17 +109,20 @@ def rate_at(
 ) -> np.ndarray:
     """(N, len(origins)): the forecast sum of the `horizon` days after each origin, from data up to it."""
     cs = _weekday_sums(x, weekday0)
+    born = first_spend(x)
     prof_sum = _window(cs, origins, profile_days)  # (O, 7, N)
-    # days before column 0 are absent, not zero spend
-    prof_cnt = _avail_counts(weekday0, origins, np.minimum(origins + 1, profile_days))[:, :, None]
+    prof_cnt = _avail_counts(weekday0, x.shape[1], origins, profile_days, born)
     with np.errstate(divide="ignore", invalid="ignore"):
         wmean = np.where(prof_cnt > 0, prof_sum / np.maximum(prof_cnt, 1), np.nan)
-        overall = np.nanmean(wmean, axis=1, keepdims=True)
+        seen = np.isfinite(wmean)  # an origin before a series' life has no weekday seen at all
+        overall = np.where(seen, wmean, 0.0).sum(axis=1, keepdims=True) / np.maximum(
+            seen.sum(axis=1, keepdims=True), 1
+        )
         profile = np.where((overall > _EPS) & np.isfinite(wmean), wmean / overall, 1.0)
         # level: the window's cost over its profile weight (a ratio, so weekdays with no spend
         # by pattern -- profile 0 -- neither divide by zero nor pull the level down)
         lev_sum = _window(cs, origins, level_days).sum(axis=1)  # (O, N)
-        lev_cnt = _avail_counts(weekday0, origins, np.minimum(origins + 1, level_days))[:, :, None]
+        lev_cnt = _avail_counts(weekday0, x.shape[1], origins, level_days, born)
         lev_w = (lev_cnt * profile).sum(axis=1)
         level = np.where(lev_w > _EPS, lev_sum / lev_w, 0.0)
     ahead = _weekday_counts(weekday0, origins, 1, horizon)[:, :, None]  # (O, 7, 1)
@@ -176,7 +189,7 @@ def month_end(
         err = np.where((fc <= _EPS) & (actual <= _EPS), 0.0, err)
         # a series' life starts with its first spend: replays whose level window reaches back
         # before it measure a launch from zero, not this series' error
-        born = np.where((x != 0).any(axis=1), np.argmax(x != 0, axis=1), t)
+        born = first_spend(x)
         valid = np.isfinite(err) & (origins[None, :] >= born[:, None] + level_days - 1)
         replays = valid.sum(axis=1)
         err = np.where(valid, err, np.nan)
