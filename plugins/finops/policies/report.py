@@ -7,13 +7,13 @@ names are tag values (hostile input): bound in SQL, neutralised in CSV cells."""
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+from finops.alerts.csv_safe import write_csv
 from finops.paths import subdir
 from finops.policies.audit import PENDING, UNKNOWN
 from finops.warehouse.base import Warehouse
@@ -106,11 +106,6 @@ def unresolved_actions(wh: Warehouse, since: datetime, provider: str | None = No
     )
 
 
-def _cell(v: object) -> str:
-    s = str(v)
-    return "'" + s if s[:1] in ("=", "+", "-", "@", "\t", "\r") else s
-
-
 def violations_report(
     wh: Warehouse, *, period: str | None = None, provider: str | None = None, account: Accounts = None,
     policy: str | None = None, now: datetime | None = None, days: int = 7,
@@ -145,8 +140,6 @@ def violations_report(
     path, csv_path = out / f"{stem}.txt", out / f"{stem}.csv"
     path.write_text(text)
     with csv_path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["team", "resources", "effective_cost", "currency", "billing_period"])
-        for team, n, cost, cur in teams:
-            w.writerow([_cell(team), n, f"{cost:.2f}", cur or "", period])
+        write_csv(f, ["team", "resources", "effective_cost", "currency", "billing_period"],
+                  [(team, n, Decimal(cost).quantize(Decimal("0.01")), cur or "", period) for team, n, cost, cur in teams])
     return ViolationsReport(text, path, csv_path, teams, unresolved)
