@@ -170,3 +170,17 @@ def test_verdicts_use_the_past_only_and_are_deterministic():
         part = detect(x[:, :t])
         assert np.array_equal(part.flags, full.flags[:, :t]) and np.allclose(part.score, full.score[:, :t])
     assert np.array_equal(detect(x).flags, full.flags)
+
+
+def test_days_without_data_are_not_outages():
+    """NaN is a day with no data (a late export), not zero spend: never flagged, and the days
+    after it are judged as if it had not happened; the same gap as zeros is an outage."""
+    x = weekly(days=150)
+    gap = x.copy()
+    gap[100:105] = np.nan
+    d = detect(gap[None, :])
+    assert not d.flags.any() and np.isnan(d.residual[0, 100:105]).all()
+    zero = x.copy()
+    zero[100:105] = 0.0
+    r = runs(detect(zero[None, :]).flags[0])
+    assert len(r) == 1 and r[0][0] == 100, r  # one outage alert from its first day

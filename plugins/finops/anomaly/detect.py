@@ -37,6 +37,7 @@ more raises no DOWN flag. A lull on a monitor of fewer series alerts only past d
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,7 +152,7 @@ def detect(
     Per-series thresholds: pass arrays of shape (N,) as abs_floor / pct / z / drop_pct."""
     th = thresholds or Thresholds()
     m = model or Model()
-    x = np.clip(np.nan_to_num(np.asarray(x, dtype=np.float64), nan=0.0), 0, None)
+    x = np.clip(np.asarray(x, dtype=np.float64), 0, None)  # NaN stays: a day without data, never flagged
     if x.ndim == 1:
         x = x[None, :]
     n, t = x.shape
@@ -170,8 +171,11 @@ def detect(
     score = np.zeros((t, n))
     direction = np.zeros((t, n), np.int8)
     h = min(MIN_HISTORY, t)
-    level = np.median(D[:h], axis=0)
-    sigma = np.maximum(MAD_K * np.median(np.abs(D[:h] - level), axis=0), MIN_SIGMA)
+    with warnings.catch_warnings():  # a series without data in its first days starts at zero spend
+        warnings.simplefilter("ignore", RuntimeWarning)
+        level = np.where(np.isfinite(D[:h]).any(axis=0), np.nanmedian(D[:h], axis=0), np.log(c))
+        mad = np.nan_to_num(np.nanmedian(np.abs(D[:h] - level), axis=0), nan=0.0)
+    sigma = np.maximum(MAD_K * mad, MIN_SIGMA)
     hist = np.empty((t, n))
     hist[:h] = level
     up_run = np.zeros(n, np.int64)
@@ -188,6 +192,8 @@ def detect(
         calm = settle_until <= i
         old = hist[max(i - m.lag, 0)]
         di, pi, xi = D[i], P[i], X[i]
+        seen = np.isfinite(di)
+        di = np.where(seen, di, level)  # a day without data: no residual, no flag
         # heavy tails raise the bar, each side measured on the OTHER side: the events a side
         # detects never raise their own bar (log-scale noise is symmetric enough)
         zk_up = z_t * np.maximum(tail_lo / NORMAL_EXCEED, 1.0) ** m.tail_gamma
@@ -233,7 +239,7 @@ def detect(
         new_level = level + step
         lam = np.where(calm, m.lam, 0.3)
         a = np.where(calm, np.minimum(np.abs(r), 3 * sigma), np.abs(r))
-        sigma = np.maximum((1 - lam) * sigma + lam * 1.25 * a, MIN_SIGMA)
+        sigma = np.where(seen, np.maximum((1 - lam) * sigma + lam * 1.25 * a, MIN_SIGMA), sigma)
         if accept.any():
             med = np.median(D[i - m.accept + 1 : i + 1], axis=0)
             new_level = np.where(accept, np.where(slow, D5[i], med), new_level)
