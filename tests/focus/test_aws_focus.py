@@ -149,7 +149,8 @@ def test_aws_focus_csv_money_is_read_as_text_not_sniffed(tmp_path, finops_home):
 def test_subcategory_of_an_export_without_one_is_its_categorys_other(tmp_path, finops_home):
     """AWS's FOCUS 1.0 export has no ServiceSubcategory: the rows loaded with it null, which
     FOCUS 1.2 forbids, so `finops export focus` of such a month failed focus-validator. A value
-    the export does carry is kept; a blank one gets the same catch-all."""
+    the export does carry is kept when FOCUS 1.2 lists it under the row's category; otherwise a
+    service the CUR mapping knows gets its subcategory there, anything else the catch-all."""
     from finops.focus.schema import SERVICE_SUBCATEGORIES
 
     table = _focus_rows()  # no ServiceSubcategory column, like the 1.0 export
@@ -157,7 +158,8 @@ def test_subcategory_of_an_export_without_one_is_its_categorys_other(tmp_path, f
     _, rows = convert(
         AwsFocusConverter(), [tmp_path / "v10.parquet"], provider="aws", period="2025-03", tmp=tmp_path
     )
-    assert [r["service_subcategory"] for r in rows] == ["Other (Compute)", "Other (Compute)"]
+    # EC2 as the CUR mapping files it (one subcategory per ServiceName across CUR and FOCUS loads)
+    assert [r["service_subcategory"] for r in rows] == ["Virtual Machines", "Virtual Machines"]
 
     cats = pa.array(["Compute", "No Such Category"])
     subs = pa.array(["Virtual Machines", " "])
@@ -167,6 +169,16 @@ def test_subcategory_of_an_export_without_one_is_its_categorys_other(tmp_path, f
         AwsFocusConverter(), [tmp_path / "v12.parquet"], provider="aws", period="2025-03", tmp=tmp_path
     )
     assert [r["service_subcategory"] for r in rows] == ["Virtual Machines", "Other (Other)"]
+
+    # unlisted ('Compute Instances') or under another category: the known one, else the catch-all
+    names = pa.array(["Amazon Elastic Compute Cloud", "Brand New Service"])
+    v13 = table.set_column(table.schema.get_field_index("ServiceName"), "ServiceName", names)
+    subs = pa.array(["Compute Instances", "Object Storage"])
+    pq.write_table(v13.append_column("ServiceSubcategory", subs), tmp_path / "v13.parquet")
+    _, rows = convert(
+        AwsFocusConverter(), [tmp_path / "v13.parquet"], provider="aws", period="2025-03", tmp=tmp_path
+    )
+    assert [r["service_subcategory"] for r in rows] == ["Virtual Machines", "Other (Compute)"]
     assert all(
         SERVICE_SUBCATEGORIES[r["service_subcategory"]] in (r["service_category"], "Other") for r in rows
     )

@@ -116,7 +116,7 @@ def test_sample_loads_to_the_cent_and_idempotently(duckdb_wh, tmp_path, name, fo
     assert first.status == "loaded", first.message
     assert variant in (first.variant or "")
     # the FOCUS spec's example names a subcategory FOCUS 1.2 does not list ('Compute Instances'):
-    # each row gets 'Other (Compute)' and is counted; every CUR line has its own description
+    # each row gets EC2's subcategory of the CUR mapping and is counted; every CUR line has its own description
     assert (first.derived_columns or {}) == DERIVED.get(name, {})
     assert not first.unknown_units  # every unit the sample writes has its FOCUS UnitFormat
     by_ccy = dict(
@@ -176,14 +176,15 @@ def test_spine_records_variant_and_derived_counts(duckdb_wh, tmp_path):
     assert entry.derived_columns == {"ChargeDescription": 1}
 
 
-# One validator run per group (a run takes ~30 s): CUR months whose lines carry an invoice id, the
-# open month whose lines have none yet (InvoiceId's nullability is judged over the whole file), and
-# the FOCUS export (its own ServiceSubcategory for EC2 differs from the CUR mapping's, and FOCUS
-# wants one per ServiceName in a file).
+# One validator run per group (a run takes ~30 s): the months whose lines carry an invoice id, and
+# the open month whose lines have none yet (InvoiceId's nullability is judged over the whole file).
 GROUPS = {
-    "invoiced": ["koku_2023-06-01.csv", "koku_2022-07-01-alt-columns.csv"],
+    "invoiced": [
+        "koku_2023-06-01.csv",
+        "koku_2022-07-01-alt-columns.csv",
+        "focus_spec_aws_savings_plan_partial_upfront_100pct.csv",
+    ],
     "open month": ["koku_test_cur_sample.csv"],
-    "focus export": ["focus_spec_aws_savings_plan_partial_upfront_100pct.csv"],
 }
 
 

@@ -194,4 +194,6 @@ def test_focus_export_delivery_overwrite_layout(awsb_bucket, awsb_source, finops
     )
     assert isinstance(aws_cur.converter_for("focus"), AwsFocusConverter)
     assert res.raw_billed_total == res.focus_billed_total == Decimal("1.2500000001")
-    assert {r["service_subcategory"] for r in rows} == {"Other (Compute)"}  # blank in the export: derived
+    assert {r["service_subcategory"] for r in rows} == {
+        "Serverless Compute"
+    }  # blank: Lambda's, as CUR maps it

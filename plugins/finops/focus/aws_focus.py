@@ -4,9 +4,11 @@ The export already speaks FOCUS (PascalCase names, Tags as a MAP, AWS extras lik
 `x_UsageType`, `x_Operation`, `x_ServiceCode`): this is mostly a rename + exact typing.
 Pure SQL text, no I/O.
 
-What the spec lets us fill, filled and counted (`derived_counts_sql`): ServiceSubcategory (the
-1.0 export has none) from ServiceCategory's 'Other (...)', and a blank ChargeDescription from
-the row's service, usage type / SKU meter and operation. Column lists of both exports:
+What the spec lets us fill, filled and counted (`derived_counts_sql`): a ServiceSubcategory the
+export lacks (1.0 has no such column) or that FOCUS 1.2 does not list under the row's category,
+from the CUR mapping's subcategory of the ServiceName, else the category's 'Other (...)'; and a
+blank ChargeDescription from the row's service, usage type / SKU meter and operation. Units go
+through finops.focus.units like the CUR mapping's. Column lists of both exports:
 finops.focus.aws_columns; variants: docs/billing-exports/aws.md.
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from finops.focus.aws_columns import focus_variant
+from finops.focus.aws_cur import SERVICE_NAMES
+from finops.focus.aws_cur import SERVICE_SUBCATEGORIES as SERVICE_SUBCATEGORIES_BY_KEY
 from finops.focus.projection import other_subcategory_sql, raw_totals_by_currency
 from finops.focus.schema import BY_NAME, FOCUS_COLUMNS, SERVICE_SUBCATEGORIES, Kind
 from finops.focus.units import unit_sql
@@ -142,7 +146,13 @@ class AwsFocusConverter:
         that category's 'Other (...)': AWS's FOCUS 1.0 export has no such column, and a null or
         unlisted value fails the spec (and focus-validator) and would quarantine the month."""
         sub, cat = _text(cols, "ServiceSubcategory"), _text(cols, "ServiceCategory")
-        return f"CASE WHEN {_subcategory_ok(sub, cat)} THEN {sub} ELSE {other_subcategory_sql(cat)} END AS service_subcategory"
+        # a service the CUR mapping knows gets the same subcategory there (one per ServiceName
+        # across an account's CUR and FOCUS loads), when it belongs to the row's category
+        known = _case(_text(cols, "ServiceName"), _KNOWN_SUBCATEGORY)
+        return (
+            f"CASE WHEN {_subcategory_ok(sub, cat)} THEN {sub} WHEN {_subcategory_ok(known, cat)} THEN {known} "
+            f"ELSE {other_subcategory_sql(cat)} END AS service_subcategory"
+        )
 
     def raw_billed_totals_sql(self, raw: str) -> str:
         # the currency exactly as focus_sql maps BillingCurrency (a plain string column)
@@ -162,6 +172,15 @@ class AwsFocusConverter:
             f"FROM {raw} UNION ALL "
             f"SELECT 'ServiceSubcategory', count(*) FILTER (WHERE NOT {_subcategory_ok(sub, cat)}) FROM {raw}"
         )
+
+
+# ServiceName -> ServiceSubcategory of the CUR mapping (finops.focus.aws_cur), for unlisted values.
+_KNOWN_SUBCATEGORY = {SERVICE_NAMES[k]: SERVICE_SUBCATEGORIES_BY_KEY[k] for k in SERVICE_NAMES}
+
+
+def _case(expr: str, table: dict[str, str]) -> str:
+    whens = " ".join(f"WHEN {sql_literal(k)} THEN {sql_literal(v)}" for k, v in table.items())
+    return f"(CASE {expr} {whens} END)"
 
 
 def _subcategory_ok(sub: str, cat: str) -> str:
