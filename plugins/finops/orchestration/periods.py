@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 
-_PERIOD = re.compile(r"^(\d{4})-(0[1-9]|1[0-2])$")
+# ASCII digits only: \d and int() also take Arabic-Indic, Devanagari, full-width ... digits, and
+# '٢٠٢٦-10' passed as a period (and named a quarantine folder).
+_PERIOD = re.compile(r"^([0-9]{4})-(0[1-9]|1[0-2])$")
 
 
 class PeriodError(ValueError):
