@@ -9,9 +9,9 @@ folds header names that differ only in case, and AWS tag keys do not (`user:Team
 `user:team` are two tags).
 
 Money rules: BilledCost = line_item_unblended_cost on every row (the invoice, so the
-FOCUS total equals the export's unblended total to the cent); EffectiveCost is amortised (SP covered usage -> SP effective cost, negation and
-upfront fees -> 0, RI discounted usage -> reservation effective cost, RI upfront Fee -> 0,
-everything else -> unblended).
+FOCUS total equals the export's unblended total to the cent); EffectiveCost is amortised
+(SP covered usage -> SP effective cost, negation and upfront fees -> 0, RI discounted usage
+-> reservation effective cost, RI upfront Fee -> 0, everything else -> unblended).
 
 Commitment fee lines (SavingsPlanRecurringFee, RIFee) become TWO FOCUS rows, as FOCUS 1.2
 models unused commitment: a `Purchase` row (BilledCost = the fee, EffectiveCost 0: FOCUS and
@@ -484,9 +484,8 @@ class Cur2Converter:
     required_raw_columns = REQUIRED
 
     def reader_sql(self, files: list[str]) -> str:
-        if any(
-            ".csv" in f.lower() for f in files
-        ):  # Data Exports can also deliver gzip csv; same names, all text
+        # Data Exports can also deliver gzip csv: the same names, all text
+        if any(".csv" in f.lower() for f in files):
             return CurLegacyConverter().reader_sql(files)
         return _read_parquet(files)
 
