@@ -197,3 +197,32 @@ def test_focus_export_delivery_overwrite_layout(awsb_bucket, awsb_source, finops
     assert {r["service_subcategory"] for r in rows} == {
         "Serverless Compute"
     }  # blank: Lambda's, as CUR maps it
+
+
+def test_legacy_overwrite_layout_with_published_sample(awsb_bucket, awsb_source, finops_home, tmp_path):
+    """Legacy CUR set to overwrite its report: the part lies straight in the period folder, next to
+    the manifest (no assembly sub-folder). A published sample (tests/data/aws) delivered that way
+    is found through its manifest and converts to the cent."""
+    import gzip
+    from decimal import Decimal
+    from pathlib import Path
+
+    from tests.focus._convert import convert
+
+    sample = Path(__file__).resolve().parents[1] / "data" / "aws" / "koku_test_cur_sample.csv"
+    folder = "cur/finops-cur/20180601-20180701"
+    awsb_bucket.put(f"{folder}/finops-cur-00001.csv.gz", gzip.compress(sample.read_bytes()))
+    manifest = {
+        "assemblyId": "a1b2c3",
+        "reportKeys": [f"{folder}/finops-cur-00001.csv.gz"],
+        "billingPeriod": {"start": "20180601T000000.000Z", "end": "20180701T000000.000Z"},
+    }
+    awsb_bucket.put(f"{folder}/finops-cur-Manifest.json", json.dumps(manifest))
+    src = awsb_source(fmt="cur_legacy", prefix="cur/finops-cur")
+    batch = aws_cur.fetch_batch(src, "2018-06", client=awsb_bucket.client)
+    assert batch is not None and batch.assembly_id == "a1b2c3" and len(batch.files) == 1
+    res, rows = convert(
+        aws_cur.converter_for("cur_legacy"), batch.files, provider="aws", period="2018-06", tmp=tmp_path
+    )
+    assert res.raw_billed_total == res.focus_billed_total and len(rows) == 17
+    assert res.focus_billed_total.quantize(Decimal("0.01")) == Decimal("533.54")
