@@ -184,3 +184,10 @@ def test_days_without_data_are_not_outages():
     zero[100:105] = 0.0
     r = runs(detect(zero[None, :]).flags[0])
     assert len(r) == 1 and r[0][0] == 100, r  # one outage alert from its first day
+
+
+def test_any_shape_from_empty_to_one_day():
+    for shape in ((0, 10), (3, 0), (1, 1), (2, 3), (1, 15)):
+        d = detect(np.full(shape, 100.0))
+        assert d.flags.shape == d.expected.shape == d.direction.shape == shape and not d.flags.any()
+    assert detect(np.full(30, 100.0)).flags.shape == (1, 30)  # one series as a 1-d array

@@ -166,6 +166,8 @@ def detect(
     if x.ndim == 1:
         x = x[None, :]
     n, t = x.shape
+    if t == 0:
+        return Detection(x.copy(), x.copy(), x.copy(), np.zeros(x.shape, bool), np.zeros(x.shape, np.int8))
     floor = _col(th.abs_floor if abs_floor is None else abs_floor, n)
     pct_t = _col(th.pct if pct is None else pct, n)
     z_t = _col(th.z if z is None else z, n)
