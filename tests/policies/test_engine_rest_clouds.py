@@ -15,13 +15,15 @@ from finops.policies.inventory.azure import AzureInventory
 from finops.policies.inventory.gcp import GcpInventory
 from finops.policies.inventory.lambda_cloud import LambdaInventory
 from finops.policies.model import Policy
-from tests.fixtures.policies import pol_points
+from tests.fixtures.policies import pol_lambda_policy, pol_points
 
 OWNER = {"owner": "bob", "team": "research"}
 
 
 def _audit(wh, run_id):
-    rows = wh.query("SELECT resource_name, decision, action, result FROM policy_actions WHERE run_id = ?", [run_id])
+    rows = wh.query(
+        "SELECT resource_name, decision, action, result FROM policy_actions WHERE run_id = ?", [run_id]
+    )
     return {r[0]: r[1:] for r in rows}
 
 
@@ -55,7 +57,10 @@ def test_gcp_flow_marks_stops_and_keeps_missing_metrics(pol_gcp, pol_policy, duc
     a = _audit(duckdb_wh, "g-live")
     assert a["idle"][:2] == ("idle", "mark") and pol_gcp.instances["idle"]["labels"]["finops-idle-marked"]
     assert a["marked"][:2] == ("idle", "stop") and pol_gcp.instances["marked"]["status"] == "TERMINATED"
-    assert a["busy"][:2] == ("busy", "unmark") and "finops-idle-marked" not in pol_gcp.instances["busy"]["labels"]
+    assert (
+        a["busy"][:2] == ("busy", "unmark")
+        and "finops-idle-marked" not in pol_gcp.instances["busy"]["labels"]
+    )
     assert a["nometrics"][:2] == ("no_metrics", "none")
     assert a["onegpu"][:2] == ("partial_metrics", "none")
     assert a["exempt"][:2] == ("exempt", "none") and pol_gcp.instances["exempt"]["labels"] == before["exempt"]
@@ -95,8 +100,11 @@ def test_azure_flow_deallocates_after_grace_and_pages(pol_azure, pol_policy, duc
     run_policy(pol, _azure_cloud(pol_azure), duckdb_wh, dry_run=False, run_id="az")
     a = _audit(duckdb_wh, "az")
     assert set(a) == set(ids)  # 3 pages of nextLink all read
-    assert a["vm-idle"][:2] == ("idle", "mark") and "finops-idle-marked" in pol_azure.vms[ids["vm-idle"].lower()]["tags"]
-    assert a["vm-marked"] == ("idle", "stop", "deallocated: requested")
+    assert (
+        a["vm-idle"][:2] == ("idle", "mark")
+        and "finops-idle-marked" in pol_azure.vms[ids["vm-idle"].lower()]["tags"]
+    )
+    assert a["vm-marked"] == ("idle", "stop", "deallocated: requested; owner notice sent")
     state = pol_azure.vms[ids["vm-marked"].lower()]["properties"]["instanceView"]["statuses"][1]["code"]
     assert state == "PowerState/deallocated"
     assert a["vm-busy"][:2] == ("busy", "none")
@@ -106,12 +114,7 @@ def test_azure_flow_deallocates_after_grace_and_pages(pol_azure, pol_policy, duc
 
 
 def _lambda_policy(**over) -> Policy:
-    base = {
-        "name": "lambda-tags", "kind": "tags", "action": "terminate", "allow_terminate": True,
-        "scope": {"providers": ["lambda"]}, "grace_hours": 24, "max_actions_per_run": 5,
-        "required_tags": [{"key": "team", "allowed": ["ml", "research"]}, {"key": "owner"}],
-    }
-    return Policy.model_validate({**base, **over})
+    return pol_lambda_policy(**over)
 
 
 def test_lambda_terminate_only_after_grace_with_opt_in(pol_lambda, duckdb_wh, pol_alerts):
@@ -132,14 +135,25 @@ def test_lambda_terminate_only_after_grace_with_opt_in(pol_lambda, duckdb_wh, po
     later = t0 + timedelta(hours=25)
     run_policy(pol, cloud, duckdb_wh, dry_run=True, now=later, clock=lambda: later, run_id="l3")
     assert pol_lambda.instances[bad]["status"] == "active"  # dry run
-    assert _audit(duckdb_wh, "l3")["untagged-8x"] == ("violation", "terminate", "dry_run: would terminate")
+    assert _audit(duckdb_wh, "l3")["untagged-8x"] == (
+        "violation",
+        "terminate",
+        "dry_run: would terminate; owner notice would be sent (dry run: nothing sent)",
+    )
     assert not [e for e in pol_alerts if e.facts.get("action") == "terminated"]
     run_policy(pol, cloud, duckdb_wh, dry_run=False, now=later, clock=lambda: later, run_id="l4")
-    assert _audit(duckdb_wh, "l4")["untagged-8x"] == ("violation", "terminate", "terminated")
+    assert _audit(duckdb_wh, "l4")["untagged-8x"] == (
+        "violation",
+        "terminate",
+        "terminated; owner notice sent",
+    )
     assert pol_lambda.instances[bad]["status"] == "terminating"
     assert pol_lambda.instances[good]["status"] == "active"
     assert all(c[2] == "Bearer secret-key" for c in pol_lambda.calls)
-    snap = duckdb_wh.query("SELECT resource_id, compliant, team FROM tag_compliance WHERE policy = 'lambda-tags' AND snapshot_date = ?", [t0.date()])
+    snap = duckdb_wh.query(
+        "SELECT resource_id, compliant, team FROM tag_compliance WHERE policy = 'lambda-tags' AND snapshot_date = ?",
+        [t0.date()],
+    )
     assert sorted(snap) == sorted([(bad, False, None), (good, True, "ML")])
 
 
@@ -226,7 +240,9 @@ def test_gcp_stop_and_azure_deallocate_are_sent_once_after_5xx(httpserver, pol_p
     assert len(aseen) == 1
 
 
-def test_one_resource_metrics_failure_is_audited_and_the_rest_still_decided(httpserver, pol_policy, duckdb_wh, pol_alerts):
+def test_one_resource_metrics_failure_is_audited_and_the_rest_still_decided(
+    httpserver, pol_policy, duckdb_wh, pol_alerts
+):
     """Monitoring answers 503 for one instance: it is audited as no_metrics with the error and
     left alone; the busy, marked one is still unmarked; the run fails after (not silently)."""
     import re
@@ -253,13 +269,24 @@ def test_one_resource_metrics_failure_is_audited_and_the_rest_still_decided(http
     inv = GcpInventory(fake.project, None, url, url)
     inv.monitoring._sleep = lambda s: None
     with pytest.raises(PolicyRunError, match="metric"):
-        run_policy(pol_policy(scope={"providers": ["gcp"]}), Cloud(inv, GcpActions(inv)), duckdb_wh,
-                   dry_run=False, run_id="m-err")
+        run_policy(
+            pol_policy(scope={"providers": ["gcp"]}),
+            Cloud(inv, GcpActions(inv)),
+            duckdb_wh,
+            dry_run=False,
+            run_id="m-err",
+        )
     a = _audit(duckdb_wh, "m-err")
-    assert a["busy"] == ("busy", "unmark", "unmarked") and "finops-idle-marked" not in fake.instances["busy"]["labels"]
+    assert (
+        a["busy"] == ("busy", "unmark", "unmarked")
+        and "finops-idle-marked" not in fake.instances["busy"]["labels"]
+    )
     verdict, action, result = a["broken"]
     assert (verdict, action) == ("no_metrics", "none") and result.startswith("error:") and "503" in result
-    assert fake.instances["broken"]["status"] == "RUNNING" and fake.instances["broken"]["labels"]["finops-idle-marked"] == old
+    assert (
+        fake.instances["broken"]["status"] == "RUNNING"
+        and fake.instances["broken"]["labels"]["finops-idle-marked"] == old
+    )
 
 
 def test_gcp_mark_is_lifted_when_the_owner_notice_fails(pol_gcp, pol_policy, duckdb_wh):
@@ -275,7 +302,13 @@ def test_gcp_mark_is_lifted_when_the_owner_notice_fails(pol_gcp, pol_policy, duc
     register_sink(down)
     try:
         with pytest.raises(PolicyRunError, match="NoticeFailed"):
-            run_policy(pol_policy(scope={"providers": ["gcp"]}), _gcp_cloud(pol_gcp), duckdb_wh, dry_run=False, run_id="g-nf")
+            run_policy(
+                pol_policy(scope={"providers": ["gcp"]}),
+                _gcp_cloud(pol_gcp),
+                duckdb_wh,
+                dry_run=False,
+                run_id="g-nf",
+            )
     finally:
         unregister_sink(down)
     assert pol_gcp.instances["idle"]["labels"] == OWNER

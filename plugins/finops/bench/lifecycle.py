@@ -291,6 +291,9 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
     report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
                               "capped": [], "ending": []}
     live_runs = _live_launches(wh) if dry_run and clean_live_launches else set()
+    # the cap belongs to the DAG run, not to one try: a retry (same run_id) gets what is left
+    spent = _reaped_by(wh, run_id)
+    report["spent_by_earlier_tries"] = spent
     seen: set[tuple[str, str]] = set()
     for ln in launchers:
         try:
@@ -313,7 +316,7 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
                 # second reap of the same instance and spend the cap on it
                 report["ending"].append(key)
                 continue
-            if len(report["terminated"]) >= cap:
+            if spent + len(report["terminated"]) >= cap:
                 report["capped"].append(key)
                 continue
             reason = f"bench run {i.bench_run_id} expired at {iso(i.expires_at)}" if i.expires_at else "expired"
@@ -340,6 +343,15 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
                         facts={"errors": len(report["errors"]), "capped": len(report["capped"])},
                         dedup_key="bench:reaper"))
     return report
+
+
+def _reaped_by(wh: Warehouse | None, run_id: str) -> int:
+    """Instances this reaper run terminated in earlier tries (audited `reap` / `ok`, live)."""
+    if wh is None:
+        return 0
+    rows = wh.query("SELECT count(*) FROM policy_actions WHERE policy = ? AND run_id = ? AND action = 'reap' "
+                    "AND result = 'ok' AND dry_run = ?", [audit.POLICY, run_id, False])
+    return int(rows[0][0])
 
 
 def _live_launches(wh: Warehouse | None) -> set[str]:

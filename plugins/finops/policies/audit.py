@@ -20,9 +20,25 @@ from finops.policies.decide import Decision, TagCheck
 from finops.warehouse.base import Warehouse
 
 _PA_COLS = (
-    "action_id", "run_id", "policy", "policy_kind", "provider", "account", "region", "resource_id",
-    "resource_name", "owner", "decision", "action", "result", "reason", "dry_run", "evidence", "created_at",
-    "status", "updated_at",
+    "action_id",
+    "run_id",
+    "policy",
+    "policy_kind",
+    "provider",
+    "account",
+    "region",
+    "resource_id",
+    "resource_name",
+    "owner",
+    "decision",
+    "action",
+    "result",
+    "reason",
+    "dry_run",
+    "evidence",
+    "created_at",
+    "status",
+    "updated_at",
 )
 
 # The life of a row (policy_actions.status).
@@ -34,6 +50,10 @@ FAILED = "failed"  # the action (or the metric read deciding it) raised; `result
 UNKNOWN = "unknown"  # a later run found it pending: the run died between the call and its outcome
 NOT_ATTEMPTED = "not_attempted"  # a later run found it reserved: the run ended before calling
 UNFINISHED = (RESERVED, PENDING)
+
+# What became of the owner notice that goes with a mark / stop (appended to the action's result).
+NOTICE_SENT = "owner notice sent"
+NOTICE_WOULD_SEND = "owner notice would be sent (dry run: nothing sent)"
 # Rows that hold a reservation: they count against the cap of every run they overlap.
 COUNTED = (RESERVED, PENDING, DONE, FAILED, UNKNOWN)
 _DB_NOW = "CAST(current_timestamp AS TIMESTAMP)"  # the warehouse's clock, UTC (both backends)
@@ -42,6 +62,27 @@ _DB_NOW = "CAST(current_timestamp AS TIMESTAMP)"  # the warehouse's clock, UTC (
 def outcome_unknown(action: str) -> str:
     """The result a row carries while its call is in flight, and keeps if nobody records more."""
     return f"outcome unknown: {action} was being attempted; no outcome recorded"
+
+
+def outcome_of(status: str, result: str, dry_run: bool) -> str:
+    """What a row says happened, in one word: `done` (the call was made, the notice sent),
+    `would` (a dry run: nothing sent, nothing changed), `refused` (the cloud said no), `failed`
+    (the call or the notice raised), `unknown` (the call may have happened, nobody recorded what
+    it did), `not_attempted`, `skipped` (gone or busy again at the action-time re-check),
+    `recorded` (a decision that calls nothing), `reserved`. `untruthful` is a row whose words
+    contradict its mode (a dry run claiming an effect, a live row claiming a dry run): never
+    written, and the fault-injection suite checks every row for it."""
+    if status in (PENDING, UNKNOWN):
+        return "unknown"
+    if status in (RECORDED, RESERVED, NOT_ATTEMPTED, FAILED):
+        return status
+    if result.startswith(("denied", "refused")):
+        return "refused"
+    if result.startswith(("skipped", "prevented")):
+        return "skipped"
+    if result.startswith("dry_run:"):
+        return "would" if dry_run else "untruthful"
+    return "untruthful" if dry_run else "done"
 
 
 def _now() -> datetime:
@@ -75,13 +116,33 @@ def write_rows(wh: Warehouse, run_id: str, kind: str, entries: Sequence[Entry], 
     cols: dict[str, list[Any]] = {c: [] for c in _PA_COLS}
     for aid, e in zip(ids, entries, strict=True):
         d, r = e.decision, e.decision.resource
-        values = (aid, run_id, d.policy, kind, r.provider, r.account, r.region, r.resource_id, r.name, d.owner,
-                  d.verdict, d.action, e.result, d.reason, dry_run, json.dumps(d.evidence, default=str), at,
-                  e.status, at)
+        values = (
+            aid,
+            run_id,
+            d.policy,
+            kind,
+            r.provider,
+            r.account,
+            r.region,
+            r.resource_id,
+            r.name,
+            d.owner,
+            d.verdict,
+            d.action,
+            e.result,
+            d.reason,
+            dry_run,
+            json.dumps(d.evidence, default=str),
+            at,
+            e.status,
+            at,
+        )
         for c, v in zip(_PA_COLS, values, strict=True):
             cols[c].append(v)
     types = {"dry_run": pa.bool_(), "created_at": pa.timestamp("us"), "updated_at": pa.timestamp("us")}
-    wh.insert_arrow("policy_actions", pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in cols.items()}))
+    wh.insert_arrow(
+        "policy_actions", pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in cols.items()})
+    )
     return ids
 
 
@@ -97,8 +158,15 @@ def begin(wh: Warehouse, action_id: str, action: str) -> None:
         raise RuntimeError(f"policy_actions row {action_id} is not reserved any more; not attempting")
 
 
-def settle(wh: Warehouse, action_id: str, status: str, result: str, evidence: dict[str, Any], *,
-           by_owner: bool = True) -> None:
+def settle(
+    wh: Warehouse,
+    action_id: str,
+    status: str,
+    result: str,
+    evidence: dict[str, Any],
+    *,
+    by_owner: bool = True,
+) -> None:
     """Record an outcome. `updated_at` is the owning run's last write (the cap's overlap window
     reads it), so a later run settling a dead run's row (`by_owner=False`) leaves it."""
     stamp = f", updated_at = {_DB_NOW}" if by_owner else ""
@@ -134,7 +202,9 @@ def unfinished(wh: Warehouse, policy: str) -> list[Unfinished]:
     return [Unfinished(*r[:9], json.loads(r[9]) if r[9] else {}) for r in rows]
 
 
-def overlapping_actions(wh: Warehouse, policy: str, since: datetime, mutating: Sequence[str]) -> dict[str, int]:
+def overlapping_actions(
+    wh: Warehouse, policy: str, since: datetime, mutating: Sequence[str]
+) -> dict[str, int]:
     """Live (not dry-run) reserved actions of `policy` per run, for every run that overlaps a run
     started at `since`: one that wrote to the log at or after it, or still has a row reserved or
     pending. Such a run counts in full, its earlier actions too."""
@@ -151,8 +221,27 @@ def overlapping_actions(wh: Warehouse, policy: str, since: datetime, mutating: S
     return {str(run): int(n) for run, n in rows}
 
 
+def done_since(
+    wh: Warehouse, policy: str, provider: str, resource_id: str, action: str, since: datetime, run_id: str
+) -> str | None:
+    """The run (not `run_id`) whose live `action` on the resource was made, or may have been
+    (outcome unknown), at or after `since`; None when there is none."""
+    rows = wh.query(
+        "SELECT run_id FROM policy_actions WHERE policy = ? AND provider = ? AND resource_id = ? AND action = ? "
+        "AND dry_run = FALSE AND run_id <> ? AND updated_at >= ? AND status IN (?, ?, ?) "
+        "AND result NOT LIKE 'denied%' AND result NOT LIKE 'refused%' AND result NOT LIKE 'skipped%' "
+        "ORDER BY updated_at DESC LIMIT 1",
+        [policy, provider, resource_id, action, run_id, since, DONE, PENDING, UNKNOWN],
+    )
+    return str(rows[0][0]) if rows else None
+
+
 def record_tag_snapshot(
-    wh: Warehouse, run_id: str, policy: str, snapshot: date, rows: Iterable[tuple[Decision, TagCheck]],
+    wh: Warehouse,
+    run_id: str,
+    policy: str,
+    snapshot: date,
+    rows: Iterable[tuple[Decision, TagCheck]],
     scopes: Iterable[tuple[str, str, str | None]] = (),
 ) -> int:
     """Replace today's snapshot rows of this policy (re-runs are idempotent). `scopes`: the
@@ -178,8 +267,19 @@ def record_tag_snapshot(
             "resource_name, team, missing_tags, invalid_tags, compliant, run_id, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                snapshot, policy, r.provider, r.account, r.region, r.resource_id, r.name, tc.team,
-                json.dumps(tc.missing), json.dumps(tc.invalid), tc.compliant, run_id, _now(),
+                snapshot,
+                policy,
+                r.provider,
+                r.account,
+                r.region,
+                r.resource_id,
+                r.name,
+                tc.team,
+                json.dumps(tc.missing),
+                json.dumps(tc.invalid),
+                tc.compliant,
+                run_id,
+                _now(),
             ),
         )
         n += 1
@@ -187,13 +287,19 @@ def record_tag_snapshot(
 
 
 def stored_marks(wh: Warehouse, policy: str, provider: str) -> dict[str, datetime]:
-    rows = wh.query("SELECT resource_id, marked_at FROM policy_marks WHERE policy = ? AND provider = ?", (policy, provider))
+    rows = wh.query(
+        "SELECT resource_id, marked_at FROM policy_marks WHERE policy = ? AND provider = ?",
+        (policy, provider),
+    )
     return {rid: (ts if ts.tzinfo else ts.replace(tzinfo=UTC)) for rid, ts in rows}
 
 
-def store_mark(wh: Warehouse, run_id: str, policy: str, provider: str, resource_id: str, at: datetime | None) -> None:
+def store_mark(
+    wh: Warehouse, run_id: str, policy: str, provider: str, resource_id: str, at: datetime | None
+) -> None:
     wh.execute(
-        "DELETE FROM policy_marks WHERE policy = ? AND provider = ? AND resource_id = ?", (policy, provider, resource_id)
+        "DELETE FROM policy_marks WHERE policy = ? AND provider = ? AND resource_id = ?",
+        (policy, provider, resource_id),
     )
     if at is not None:
         wh.execute(

@@ -170,9 +170,15 @@ def _notify(policy: Policy, d: Decision, what: str, dry_run: bool, severity: str
             team=tag_value(r.tags, ["team"]),
             summary=d.reason,
             facts={
-                "policy": policy.name, "provider": r.provider, "account": r.account, "region": r.region,
-                "resource_id": r.resource_id, "resource_name": r.name, "owner": d.owner or "(no owner tag)",
-                "action": what, "grace_until": d.evidence.get("grace_until"),
+                "policy": policy.name,
+                "provider": r.provider,
+                "account": r.account,
+                "region": r.region,
+                "resource_id": r.resource_id,
+                "resource_name": r.name,
+                "owner": d.owner or "(no owner tag)",
+                "action": what,
+                "grace_until": d.evidence.get("grace_until"),
             },
             dedup_key=f"policy:{policy.name}:{r.provider}:{r.resource_id}:{what}",
         )
@@ -206,8 +212,10 @@ def _acting_lock(wh: Warehouse, policy: Policy) -> Iterator[None]:
     try:
         lock.__enter__()
     except Exception as e:
-        raise AuditUnavailable(f"policy {policy.name}: the policy_actions lock could not be taken "
-                               f"({type(e).__name__}: {e}); nothing was attempted") from e
+        raise AuditUnavailable(
+            f"policy {policy.name}: the policy_actions lock could not be taken "
+            f"({type(e).__name__}: {e}); nothing was attempted"
+        ) from e
     try:
         yield
     finally:
@@ -217,7 +225,9 @@ def _acting_lock(wh: Warehouse, policy: Policy) -> Iterator[None]:
             log.warning("policy %s: releasing the policy_actions lock failed", policy.name, exc_info=True)
 
 
-def _cloud_of(clouds: Sequence[Cloud], provider: str, account: str | None, region: str | None) -> Cloud | None:
+def _cloud_of(
+    clouds: Sequence[Cloud], provider: str, account: str | None, region: str | None
+) -> Cloud | None:
     for c in clouds:
         acct, reg = c.inventory.scope
         if c.inventory.provider == provider and acct == account and reg in (None, region):
@@ -264,24 +274,42 @@ def _reconcile(policy: Policy, clouds: Sequence[Cloud], wh: Warehouse, run_id: s
             elif seen["state"] == "gone":
                 now_ = f"re-read by run {run_id} at {at}: the resource is gone"
             else:
-                now_ = (f"re-read by run {run_id} at {at}: state {seen['state']}, "
-                        f"mark {'present' if seen['marked'] else 'absent'}")
-            result = f"outcome unknown: run {u.run_id} attempted the {u.action} and recorded no outcome; {now_}"
+                now_ = (
+                    f"re-read by run {run_id} at {at}: state {seen['state']}, "
+                    f"mark {'present' if seen['marked'] else 'absent'}"
+                )
+            result = (
+                f"outcome unknown: run {u.run_id} attempted the {u.action} and recorded no outcome; {now_}"
+            )
         result = result[:500]
         audit.settle(wh, u.action_id, status, result, {**u.evidence, "reconciled": note}, by_owner=False)
-        log.warning("policy %s: %s %s left %s by run %s -> %s", policy.name, u.action, u.resource_id, u.status,
-                    u.run_id, result)
+        log.warning(
+            "policy %s: %s %s left %s by run %s -> %s",
+            policy.name,
+            u.action,
+            u.resource_id,
+            u.status,
+            u.run_id,
+            result,
+        )
         out.append(Reconciled(u.run_id, u.resource_id, u.action, status, result))
     unknown = [r for r in out if r.status == audit.UNKNOWN]
     if unknown:  # an action may have happened that nobody recorded: tell someone, not only the log
-        emit(AlertEvent(
-            kind="policy_outcome_unknown", severity="critical",
-            title=f"Policy {policy.name}: {len(unknown)} action(s) with no recorded outcome",
-            summary="; ".join(f"{r.resource_id}: {r.result}" for r in unknown)[:2000],
-            facts={"policy": policy.name, "resources": ", ".join(r.resource_id for r in unknown),
-                   "runs": ", ".join(sorted({r.run_id for r in unknown})), "found_by_run": run_id},
-            dedup_key=f"policy-outcome-unknown:{policy.name}:{run_id}",
-        ))
+        emit(
+            AlertEvent(
+                kind="policy_outcome_unknown",
+                severity="critical",
+                title=f"Policy {policy.name}: {len(unknown)} action(s) with no recorded outcome",
+                summary="; ".join(f"{r.resource_id}: {r.result}" for r in unknown)[:2000],
+                facts={
+                    "policy": policy.name,
+                    "resources": ", ".join(r.resource_id for r in unknown),
+                    "runs": ", ".join(sorted({r.run_id for r in unknown})),
+                    "found_by_run": run_id,
+                },
+                dedup_key=f"policy-outcome-unknown:{policy.name}:{run_id}",
+            )
+        )
     return out
 
 
@@ -304,19 +332,33 @@ def run_policy(
     try:
         started = audit.db_now(wh)  # the cap's window opens before anything is listed
     except Exception as e:
-        raise AuditUnavailable(f"policy {policy.name}: the warehouse cannot be read ({type(e).__name__}: {e}); "
-                               "nothing was attempted") from e
+        raise AuditUnavailable(
+            f"policy {policy.name}: the warehouse cannot be read ({type(e).__name__}: {e}); "
+            "nothing was attempted"
+        ) from e
     res = RunResult(run_id, policy.name, dry_run)
     cloud_list = [clouds] if isinstance(clouds, Cloud) else list(clouds)
     plans: list[tuple[Cloud, dict[str, datetime], list[tuple[Decision, str | None]]]] = []
     for cloud in cloud_list:
-        marks = {} if cloud.actions.supports_tags else audit.stored_marks(wh, policy.name, cloud.inventory.provider)
+        marks = (
+            {}
+            if cloud.actions.supports_tags
+            else audit.stored_marks(wh, policy.name, cloud.inventory.provider)
+        )
         resources = cloud.inventory.list_resources()
-        plans.append((cloud, marks, [_plan(policy, cloud, _with_stored_mark(policy, cloud, r, marks), now) for r in resources]))
+        plans.append(
+            (
+                cloud,
+                marks,
+                [_plan(policy, cloud, _with_stored_mark(policy, cloud, r, marks), now) for r in resources],
+            )
+        )
     decisions = [d for _, _, ds in plans for d, _ in ds]
 
     if policy.kind == "tags":
-        snap = [(d, check_tags(policy, d.resource)) for d in decisions if d.verdict in ("compliant", "violation")]
+        snap = [
+            (d, check_tags(policy, d.resource)) for d in decisions if d.verdict in ("compliant", "violation")
+        ]
         scopes = [(c.inventory.provider, *c.inventory.scope) for c, _, _ in plans]
         audit.record_tag_snapshot(wh, run_id, policy.name, now.astimezone(UTC).date(), snap, scopes)
 
@@ -334,17 +376,23 @@ def run_policy(
         except CapExceeded:
             raise
         except Exception as e:
-            raise AuditUnavailable(f"policy {policy.name}: the audit log cannot be written "
-                                   f"({type(e).__name__}: {e}); nothing was attempted") from e
+            raise AuditUnavailable(
+                f"policy {policy.name}: the audit log cannot be written "
+                f"({type(e).__name__}: {e}); nothing was attempted"
+            ) from e
         errors = [f"{d.resource.resource_id}: metrics {err}" for _, _, d, err in steps if err]
         for (cloud, marks, d, _), aid, entry in zip(steps, ids, entries, strict=True):
             if entry.status != audit.RESERVED:
                 res.outcomes.append(Outcome(d, d.action, entry.result))
                 continue
-            d, result = _attempt(policy, cloud, wh, d, aid, dry_run, now, clock, run_id, marks, errors)
+            d, result = _attempt(
+                policy, cloud, wh, d, aid, dry_run, now, clock, run_id, marks, errors, started
+            )
             res.outcomes.append(Outcome(d, d.action, result))
     if errors:
-        raise PolicyRunError(f"policy {policy.name}: {len(errors)} metric read(s) or action(s) failed: {errors[:5]}")
+        raise PolicyRunError(
+            f"policy {policy.name}: {len(errors)} metric read(s) or action(s) failed: {errors[:5]}"
+        )
     return res
 
 
@@ -363,24 +411,45 @@ def _abort(policy: Policy, wh: Warehouse, res: RunResult, decisions: list[Decisi
     msg = f"aborted: {res.planned} planned actions > cap {cap}"
     if others:
         runs = ", ".join(f"{r}: {n}" for r, n in others.items())
-        msg = (f"aborted: {res.planned} planned actions + {sum(others.values())} by overlapping runs of this "
-               f"policy ({runs}) > cap {cap}")
+        msg = (
+            f"aborted: {res.planned} planned actions + {sum(others.values())} by overlapping runs of this "
+            f"policy ({runs}) > cap {cap}"
+        )
     entries = [audit.Entry(d, msg if d.action in MUTATING else "recorded", audit.RECORDED) for d in decisions]
     audit.write_rows(wh, res.run_id, policy.kind, entries, res.dry_run)
     res.outcomes += [Outcome(d, d.action, msg) for d in decisions]
-    emit(AlertEvent(
-        kind="policy_cap_exceeded", title=f"Policy {policy.name} aborted: action cap exceeded",
-        severity="critical", summary=msg,
-        facts={"policy": policy.name, "planned": res.planned, "cap": cap, "run_id": res.run_id,
-               **({"overlapping_runs": others} if others else {})},
-        dedup_key=f"policy-cap:{policy.name}",
-    ))
+    emit(
+        AlertEvent(
+            kind="policy_cap_exceeded",
+            title=f"Policy {policy.name} aborted: action cap exceeded",
+            severity="critical",
+            summary=msg,
+            facts={
+                "policy": policy.name,
+                "planned": res.planned,
+                "cap": cap,
+                "run_id": res.run_id,
+                **({"overlapping_runs": others} if others else {}),
+            },
+            dedup_key=f"policy-cap:{policy.name}",
+        )
+    )
     raise CapExceeded(f"policy {policy.name}: {msg}; nothing was changed")
 
 
 def _attempt(
-    policy: Policy, cloud: Cloud, wh: Warehouse, d: Decision, aid: str, dry_run: bool, now: datetime,
-    clock: Callable[[], datetime], run_id: str, marks: dict[str, datetime], errors: list[str],
+    policy: Policy,
+    cloud: Cloud,
+    wh: Warehouse,
+    d: Decision,
+    aid: str,
+    dry_run: bool,
+    now: datetime,
+    clock: Callable[[], datetime],
+    run_id: str,
+    marks: dict[str, datetime],
+    errors: list[str],
+    started: datetime | None = None,
 ) -> tuple[Decision, str]:
     """One reserved action: pending (committed) -> the call -> its outcome. No pending row, no call."""
     rid = d.resource.resource_id
@@ -393,7 +462,11 @@ def _attempt(
         return d, result
     status, extra = audit.DONE, {}
     try:
-        result, d, extra = _execute(policy, cloud, wh, d, dry_run, now, clock, run_id, marks)
+        by = _done_by_overlapping_run(policy, wh, d, run_id, started)
+        if by:
+            result = by
+        else:
+            result, d, extra = _execute(policy, cloud, wh, d, dry_run, now, clock, run_id, marks)
     except Exception as e:  # noqa: BLE001 - audit the failure, try the rest, fail the run after
         status, result = audit.FAILED, f"error: {type(e).__name__}: {e}"[:500]
         errors.append(f"{rid}: {result}")
@@ -401,24 +474,61 @@ def _attempt(
     try:
         audit.settle(wh, aid, status, result, {**d.evidence, **extra})
     except Exception as e:  # noqa: BLE001 - the row stays pending: outcome unknown until reconciled
-        errors.append(f"{rid}: {d.action} outcome {result!r} not recorded ({type(e).__name__}: {e}); "
-                      "its audit row stays pending (outcome unknown)")
-        log.error("policy %s: %s on %s returned %r but the outcome could not be recorded (%s: %s); "
-                  "policy_actions row %s stays pending", policy.name, d.action, rid, result, type(e).__name__, e, aid)
+        errors.append(
+            f"{rid}: {d.action} outcome {result!r} not recorded ({type(e).__name__}: {e}); "
+            "its audit row stays pending (outcome unknown)"
+        )
+        log.error(
+            "policy %s: %s on %s returned %r but the outcome could not be recorded (%s: %s); "
+            "policy_actions row %s stays pending",
+            policy.name,
+            d.action,
+            rid,
+            result,
+            type(e).__name__,
+            e,
+            aid,
+        )
     return d, result
 
 
+def _done_by_overlapping_run(
+    policy: Policy, wh: Warehouse, d: Decision, run_id: str, started: datetime | None
+) -> str | None:
+    """A mark or notice another run of this policy already made since this run began. Both runs
+    planned from listings taken before either acted (the lock orders only the acting), so the
+    later one would mark again (restarting the grace period) and warn the owner twice."""
+    if started is None or d.action not in ("mark", "notify"):
+        return None
+    r = d.resource
+    other = audit.done_since(wh, policy.name, r.provider, r.resource_id, d.action, started, run_id)
+    if other is None:
+        return None
+    log.info(
+        "policy %s: %s of %s already done by overlapping run %s", policy.name, d.action, r.resource_id, other
+    )
+    return f"skipped: the {d.action} was already made by overlapping run {other} (no second notice)"[:500]
+
+
 def _execute(
-    policy: Policy, cloud: Cloud, wh: Warehouse, d: Decision, dry_run: bool, now: datetime,
-    clock: Callable[[], datetime], run_id: str, marks: dict[str, datetime],
+    policy: Policy,
+    cloud: Cloud,
+    wh: Warehouse,
+    d: Decision,
+    dry_run: bool,
+    now: datetime,
+    clock: Callable[[], datetime],
+    run_id: str,
+    marks: dict[str, datetime],
 ) -> tuple[str, Decision, dict[str, object]]:
     """One action's calls (never a decision that calls nothing: those are final when planned)."""
     r, acts = d.resource, cloud.actions
     if d.action == "notify":
-        failed = _notify(policy, d, "violation notice", dry_run)
+        what = "violation notice" if policy.kind == "tags" else "notice: not acting without an owner"
+        failed = _notify(policy, d, what, dry_run)
         if failed:
-            raise NoticeFailed(f"violation notice not delivered: {'; '.join(failed)}")
-        return "notified", d, {}
+            raise NoticeFailed(f"{what} not delivered: {'; '.join(failed)}")
+        return (f"dry_run: would send {what}" if dry_run else f"sent: {what}"), d, {}
     if d.action == "mark":
         if acts.supports_tags:
             result = acts.mark(r, policy.mark_tag, format_mark(now), dry_run)
@@ -436,9 +546,11 @@ def _execute(
         failed = _notify(policy, d, f"marked for {policy.action}", dry_run)
         if failed and not dry_run:
             lifted = _lift_unannounced_mark(policy, cloud, wh, r, run_id)
-            raise NoticeFailed(f"{result}, but the owner notice was not delivered ({'; '.join(failed)}); "
-                               f"mark lifted: {lifted}")
-        return result, d, {}
+            raise NoticeFailed(
+                f"{result}, but the owner notice was not delivered ({'; '.join(failed)}); "
+                f"mark lifted: {lifted}"
+            )
+        return _with_notice(result, dry_run), d, {}
     if d.action == "unmark":
         return _unmark(policy, cloud, wh, r, dry_run, run_id), d, {}
     # stop / terminate: decide again from what is true right now.
@@ -446,8 +558,14 @@ def _execute(
     if fresh is None:
         return "skipped: resource gone at re-check", d, {}
     again = _decide(policy, cloud, _with_stored_mark(policy, cloud, fresh, marks), clock())
-    extra: dict[str, object] = {"recheck": {"verdict": again.verdict, "action": again.action, "reason": again.reason,
-                                            "series": again.evidence.get("series")}}
+    extra: dict[str, object] = {
+        "recheck": {
+            "verdict": again.verdict,
+            "action": again.action,
+            "reason": again.reason,
+            "series": again.evidence.get("series"),
+        }
+    }
     if again.action != d.action:
         if again.action == "unmark":
             extra["unmark_result"] = _execute(policy, cloud, wh, again, dry_run, now, clock, run_id, marks)[0]
@@ -458,4 +576,11 @@ def _execute(
         failed = _notify(policy, again, what, dry_run, "critical")
         if failed:
             raise NoticeFailed(f"{result}, but the {what} notice was not delivered: {'; '.join(failed)}")
+        result = _with_notice(result, dry_run)
     return result, d, extra
+
+
+def _with_notice(result: str, dry_run: bool) -> str:
+    """The action's own answer plus what became of the owner notice that goes with it: a dry run
+    sends nothing, so its row must not read as if the owner had been told (audit.outcome_of)."""
+    return f"{result}; {audit.NOTICE_WOULD_SEND if dry_run else audit.NOTICE_SENT}"

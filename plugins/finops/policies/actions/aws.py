@@ -36,32 +36,47 @@ class AwsActions:
             return None if code == "DryRunOperation" else code or "probe_failed"
         # Success means the endpoint ignored DryRun and did it: not a dry run, nor to be repeated.
         answer = {k: v for k, v in (resp or {}).items() if k != "ResponseMetadata"}
-        raise DryRunIgnored(f"{getattr(call, '__name__', 'call')} with DryRun=True was executed by the endpoint "
-                            f"(answered {str(answer)[:200]}); it does not honour DryRun, so nothing is safe to probe")
+        raise DryRunIgnored(
+            f"{getattr(call, '__name__', 'call')} with DryRun=True was executed by the endpoint "
+            f"(answered {str(answer)[:200]}); it does not honour DryRun, so nothing is safe to probe"
+        )
 
-    def _run(self, call: Callable[..., Any], dry_run: bool, done: str, **kw: Any) -> str:
+    def _run(self, call: Callable[..., Any], dry_run: bool, done: str, verb: str, **kw: Any) -> str:
         refused = self._probe(call, **kw)
         if refused:
             return f"denied: {refused}"
         if dry_run:
-            return "dry_run: probe permitted"
+            return f"dry_run: would {verb} (probe permitted)"
         call(**kw)
         return done
 
     def mark(self, resource: Resource, key: str, value: str, dry_run: bool) -> str:
-        return self._run(self.ec2.create_tags, dry_run, "marked", Resources=[resource.resource_id], Tags=[{"Key": key, "Value": value}])
+        return self._run(
+            self.ec2.create_tags,
+            dry_run,
+            "marked",
+            "mark",
+            Resources=[resource.resource_id],
+            Tags=[{"Key": key, "Value": value}],
+        )
 
     def unmark(self, resource: Resource, key: str, dry_run: bool) -> str:
         keys = spellings(resource.tags, key)
-        return self._run(self.ec2.delete_tags, dry_run, "unmarked", Resources=[resource.resource_id],
-                         Tags=[{"Key": k} for k in keys])
+        return self._run(
+            self.ec2.delete_tags,
+            dry_run,
+            "unmarked",
+            "unmark",
+            Resources=[resource.resource_id],
+            Tags=[{"Key": k} for k in keys],
+        )
 
     def stop(self, resource: Resource, dry_run: bool) -> str:
         refused = self._probe(self.ec2.stop_instances, InstanceIds=[resource.resource_id])
         if refused:
             return f"denied: {refused}"
         if dry_run:
-            return "dry_run: probe permitted"
+            return "dry_run: would stop (probe permitted)"
         resp = self.ec2.stop_instances(InstanceIds=[resource.resource_id])
         states = [s.get("CurrentState", {}).get("Name", "?") for s in resp.get("StoppingInstances", [])]
         return f"stopped: {','.join(states) or 'requested'}"

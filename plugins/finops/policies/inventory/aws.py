@@ -47,6 +47,14 @@ def to_resource(inst: dict[str, Any], account: str, region: str) -> Resource:
     )
 
 
+def _per_gpu(dim_sets: set[tuple]) -> set[tuple]:
+    """Drop aggregate series: one whose dimensions are a strict subset of another's sums over it
+    (the agent's per-instance series, InstanceId only, beside the per-GPU InstanceId + index
+    ones; with append_dimensions, InstanceType / ImageId on both). Counted as a GPU, it made 7
+    reporting GPUs of 8 look like 8. An aggregate published alone is kept: it is all there is."""
+    return {k for k in dim_sets if not any(set(k) < set(o) for o in dim_sets)}
+
+
 class AwsInventory:
     provider = "aws"
 
@@ -63,9 +71,15 @@ class AwsInventory:
         return self.account, self.region
 
     def list_resources(self, instance_ids: list[str] | None = None) -> list[Resource]:
-        kw: dict[str, Any] = {"InstanceIds": instance_ids} if instance_ids else {
-            "Filters": [{"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}]
-        }
+        kw: dict[str, Any] = (
+            {"InstanceIds": instance_ids}
+            if instance_ids
+            else {
+                "Filters": [
+                    {"Name": "instance-state-name", "Values": ["pending", "running", "stopping", "stopped"]}
+                ]
+            }
+        )
         out: list[Resource] = []
         for page in self.ec2.get_paginator("describe_instances").paginate(**kw):
             for res in page.get("Reservations", []):
@@ -91,9 +105,14 @@ class AwsInventory:
                     except self.ec2.exceptions.ClientError as e:
                         spec = known_instance("aws", t)
                         self._gpus[t] = spec.gpu_count if spec else None
-                        log.warning("EC2 did not describe %s (%s): GPU count %s", t, e,
-                                    f"{spec.gpu_count} from the instance-type table" if spec
-                                    else "unknown, every reporting GPU counts")
+                        log.warning(
+                            "EC2 did not describe %s (%s): GPU count %s",
+                            t,
+                            e,
+                            f"{spec.gpu_count} from the instance-type table"
+                            if spec
+                            else "unknown, every reporting GPU counts",
+                        )
         return self._gpus
 
     def _describe_types(self, types: list[str]) -> None:
@@ -125,7 +144,7 @@ class AwsInventory:
         for m_ in metrics:
             key = tuple(sorted((d["Name"], d["Value"]) for d in m_.get("Dimensions", [])))
             uniq.setdefault(key, m_)
-        return [uniq[k] for k in sorted(uniq)]
+        return [uniq[k] for k in sorted(_per_gpu(set(uniq)))]
 
     def series(self, resource: Resource, policy: Policy, start: datetime, end: datetime) -> list[Series]:
         assert policy.idle is not None
@@ -135,17 +154,41 @@ class AwsInventory:
         for i, metric in enumerate(self._gpu_metrics(policy, resource.resource_id)):
             qid = f"gpu{i}"
             dims = {d["Name"]: d["Value"] for d in metric.get("Dimensions", [])}
-            label = ",".join(f"{k}={v}" for k, v in sorted(dims.items()) if k != policy.metrics.gpu_instance_dimension)
+            label = ",".join(
+                f"{k}={v}" for k, v in sorted(dims.items()) if k != policy.metrics.gpu_instance_dimension
+            )
             labels[qid] = ("gpu", label or "gpu")
             queries.append({"Id": qid, "MetricStat": {"Metric": metric, "Period": period, "Stat": "Average"}})
         inst_dim = [{"Name": "InstanceId", "Value": resource.resource_id}]
         if policy.idle.cpu_util_below is not None:
             labels["cpu"] = ("cpu", "CPUUtilization")
-            queries.append({"Id": "cpu", "MetricStat": {"Metric": {"Namespace": "AWS/EC2", "MetricName": policy.metrics.cpu_metric, "Dimensions": inst_dim}, "Period": period, "Stat": "Average"}})
+            queries.append(
+                {
+                    "Id": "cpu",
+                    "MetricStat": {
+                        "Metric": {
+                            "Namespace": "AWS/EC2",
+                            "MetricName": policy.metrics.cpu_metric,
+                            "Dimensions": inst_dim,
+                        },
+                        "Period": period,
+                        "Stat": "Average",
+                    },
+                }
+            )
         if policy.idle.network_below_bytes_per_s is not None:
             for name in ("NetworkIn", "NetworkOut"):
                 labels[name.lower()] = ("network", name)
-                queries.append({"Id": name.lower(), "MetricStat": {"Metric": {"Namespace": "AWS/EC2", "MetricName": name, "Dimensions": inst_dim}, "Period": period, "Stat": "Sum"}})
+                queries.append(
+                    {
+                        "Id": name.lower(),
+                        "MetricStat": {
+                            "Metric": {"Namespace": "AWS/EC2", "MetricName": name, "Dimensions": inst_dim},
+                            "Period": period,
+                            "Stat": "Sum",
+                        },
+                    }
+                )
         if not queries:
             return []
         points: dict[str, list[tuple[datetime, float]]] = defaultdict(list)
