@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from finops.ui import queries
-from finops.ui.db import Reader, WarehouseBusy, open_reader
+from finops.ui.db import Reader, open_reader
 
 router = APIRouter(prefix="/api")
 
@@ -23,12 +23,10 @@ MAX_DAYS = 3 * 366
 
 
 def get_reader() -> Iterator[Reader]:
-    """Dependency: a read-only warehouse for this request (503 when it cannot be opened now)."""
-    try:
-        with open_reader() as r:
-            yield r
-    except WarehouseBusy as e:
-        raise HTTPException(503, f"warehouse unavailable: {e}") from e
+    """Dependency: a read-only warehouse for this request. WarehouseBusy and ConfigError become
+    a 503 that names no host detail (finops.ui.hardening)."""
+    with open_reader() as r:
+        yield r
 
 
 ReaderDep = Annotated[Reader, Depends(get_reader)]
@@ -72,7 +70,9 @@ def cost(
                                    currency=currency, top=top)
 
 
-Period = Annotated[str | None, Query(pattern=r"^\d{4}-(0[1-9]|1[0-2])$")]
+# ASCII digits only: the regex engine behind Query(pattern=...) reads \d as any Unicode digit.
+PERIOD_PATTERN = r"^[0-9]{4}-(0[1-9]|1[0-2])$"
+Period = Annotated[str | None, Query(pattern=PERIOD_PATTERN)]
 
 
 @router.get("/showback")
@@ -83,7 +83,7 @@ def showback(r: ReaderDep, page: PageDep, period: Period = None, view: View = "a
 @router.get("/showback/team")
 def showback_team(
     r: ReaderDep, page: PageDep,
-    period: Annotated[str, Query(pattern=r"^\d{4}-(0[1-9]|1[0-2])$")],
+    period: Annotated[str, Query(pattern=PERIOD_PATTERN)],
     team: Annotated[str, Query(min_length=1, max_length=200)],
     view: View = "amortised",
 ) -> dict[str, Any]:
@@ -94,7 +94,7 @@ def showback_team(
 @router.get("/showback/resources")
 def showback_resources(
     r: ReaderDep, page: PageDep,
-    period: Annotated[str, Query(pattern=r"^\d{4}-(0[1-9]|1[0-2])$")],
+    period: Annotated[str, Query(pattern=PERIOD_PATTERN)],
     team: Annotated[str, Query(min_length=1, max_length=200)],
     view: View = "amortised",
 ) -> dict[str, Any]:

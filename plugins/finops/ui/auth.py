@@ -47,6 +47,14 @@ def _wants_html(request: Request) -> bool:
         and "/api/" not in path and "/static/" not in path
 
 
+def next_path(request: Request) -> str:
+    """Where the login page sends the browser back: this path and query, relative. Never a URL
+    built from the Host header (a forged Host made the login page send users to another site),
+    and never `//host` or `/\\host`, which browsers read as another site too."""
+    path = "/" + request.url.path.lstrip("/\\")
+    return f"{path}?{request.url.query}" if request.url.query else path
+
+
 def is_authorized(user: Any) -> bool:
     from airflow.api_fastapi.app import get_auth_manager
 
@@ -69,7 +77,7 @@ async def require_access(request: Request) -> Any:
         if _wants_html(request):
             from airflow.api_fastapi.app import get_auth_manager
 
-            raise LoginRedirect(get_auth_manager().get_url_login(next_url=str(request.url))) from e
+            raise LoginRedirect(get_auth_manager().get_url_login(next_url=next_path(request))) from e
         raise
     if not is_authorized(user):
         raise HTTPException(status.HTTP_403_FORBIDDEN, f"not allowed to read the {RESOURCE_NAME} view")

@@ -12,6 +12,7 @@ from finops.ui.api import router
 from finops.ui.auth import LoginRedirect, require_access
 from finops.ui.feedback_api import WRITE_PATHS
 from finops.ui.feedback_api import router as feedback_router
+from finops.ui.hardening import harden
 from finops.ui.plan_api import router as plan_router
 
 STATIC = Path(__file__).parent / "static"
@@ -61,14 +62,19 @@ def create_app() -> FastAPI:
     def static(path: str) -> FileResponse:
         # A route, not app.mount(StaticFiles): app-level dependencies (the login) skip mounts.
         root = STATIC.resolve()
-        f = (root / path).resolve()
-        if not f.is_file() or root not in f.parents:
+        try:
+            f = (root / path).resolve()
+            found = f.is_file() and root in f.parents
+        except (OSError, ValueError):  # a NUL byte, a name too long for the file system
+            found = False
+        if not found:
             raise HTTPException(404, "not found")
         return FileResponse(f, media_type=_MEDIA.get(f.suffix, "application/octet-stream"))
 
     app.include_router(router)
     app.include_router(plan_router)
     app.include_router(feedback_router)
+    harden(app)  # 503s without host details, HEAD as GET without a body
     return app
 
 
