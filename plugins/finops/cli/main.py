@@ -65,7 +65,12 @@ def _open_for_export() -> tuple[Warehouse, str]:
     if conn_id and not _pg_schema_exists(conn_id, schema):
         raise CliError(f"no warehouse at {name}: schema {schema!r} does not exist "
                        f"(check warehouse.schema in {config_path()})")
-    wh = connect(cfg, migrate=False)  # a read: never create tables in someone's schema
+    if conn_id:
+        wh = connect(cfg, migrate=False)  # a read: never create tables in someone's schema
+    else:  # read-only: works in a read-only FINOPS_HOME, beside other readers, and writes nothing there
+        from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+        wh = DuckDBWarehouse(_duckdb_path(), read_only=True)
     if not wh.table_exists("focus_costs"):
         wh.close()
         raise CliError(f"{name} has no focus_costs table: nothing loaded yet (run a billing DAG or `finops migrate`)")
