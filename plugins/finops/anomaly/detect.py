@@ -57,7 +57,9 @@ FELL = float(np.log(2 / 3))  # "fell by a third or more", on the log scale
 
 @dataclass(frozen=True)
 class Model:
-    """The detector's internal constants (tuned in bench/anomaly.py on half of the regimes)."""
+    """The detector's internal constants. alpha, accept, settle, slow_sd and offset (and the
+    z / drop_pct defaults) come from bench/anomaly.py --tune on split A; the rest are design
+    values (tail_gamma: a tuning set without heavy tails could only switch that guard off)."""
 
     alpha: float = 0.05  # level smoothing per day
     clip: float = 2.0  # a day moves the level by at most clip sigmas
@@ -65,7 +67,8 @@ class Model:
     accept: int = 4  # consecutive same-sign days beyond accept_z that make a new level
     accept_z: float = 3.0
     settle: int = 7  # days after a new level: follow quickly, alert at most once (vs the old level)
-    alpha_settle: float = 0.5
+    alpha_settle: float = 0.5  # level smoothing while settling: follows a ramp's remainder
+    lam_settle: float = 0.3  # sigma smoothing while settling: learns the new level's noise
     lag: int = 21  # the older level that expected is also measured against
     slow_sd: float = 0.5  # noise of the 5-day median vs the older level, in sigmas (0.56 for normal noise)
     tail_gamma: float = 0.25  # z is raised by (exceedance rate / normal) ** tail_gamma
@@ -249,7 +252,7 @@ def detect(
         tail_hi = np.where(quiet, (1 - TAIL_LAMBDA) * tail_hi + TAIL_LAMBDA * (zz > 3), tail_hi)
         step = np.where(calm, m.alpha * np.clip(r, -m.clip * sigma, m.clip * sigma), m.alpha_settle * r)
         new_level = level + step
-        lam = np.where(calm, m.lam, 0.3)
+        lam = np.where(calm, m.lam, m.lam_settle)
         a = np.where(calm, np.minimum(np.abs(r), 3 * sigma), np.abs(r))
         sigma = np.where(seen, np.maximum((1 - lam) * sigma + lam * 1.25 * a, MIN_SIGMA), sigma)
         if accept.any():
