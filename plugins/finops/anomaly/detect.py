@@ -236,7 +236,9 @@ def detect(
         s_dn = slow_ok & ~dn & (z5 <= -z_t) & (e_o - e5 >= floor) & (e_o - e5 >= drop_t * e_o) & (xi < e_o)
         up |= s_up
         dn |= s_dn
-        if common and dn.any() and ((below < FELL) & (below <= -m.accept_z * sigma)).sum() >= common_min:
+        fell = (below < FELL) & (below <= -m.accept_z * sigma)
+        shared = common and int(fell.sum()) >= common_min
+        if shared:
             dn[:] = False  # many series fell together: a holiday, not an outage
         direction[i] = up.astype(np.int8) - dn.astype(np.int8)
         told |= up | dn
@@ -247,7 +249,9 @@ def detect(
         dn_run = np.where(zz <= -m.accept_z, dn_run + 1, 0)
         slow = s_up | s_dn
         accept = calm & ((up_run >= m.accept) | (dn_run >= m.accept) | slow)
-        quiet = calm & ~(up | dn)
+        # the tails of the NOISE: a day many series fell together (a holiday) says nothing
+        # about how often this series' noise goes past 3 sigmas
+        quiet = calm & ~(up | dn) & ~(fell & shared)
         tail_lo = np.where(quiet, (1 - TAIL_LAMBDA) * tail_lo + TAIL_LAMBDA * (zz < -3), tail_lo)
         tail_hi = np.where(quiet, (1 - TAIL_LAMBDA) * tail_hi + TAIL_LAMBDA * (zz > 3), tail_hi)
         step = np.where(calm, m.alpha * np.clip(r, -m.clip * sigma, m.clip * sigma), m.alpha_settle * r)
