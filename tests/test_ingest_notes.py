@@ -138,7 +138,8 @@ def test_nested_tag_values_are_stringified_and_counted(any_wh, tmp_path, finops_
     )
 
     assert entry.status == "loaded", entry.message
-    assert entry.derived_columns == {"Tags (nested values stringified)": 1}
+    assert entry.derived_columns is not None  # the converter's own counts may stand beside it
+    assert entry.derived_columns["Tags (nested values stringified)"] == 1
     tags = [
         t if isinstance(t, dict) else json.loads(t)
         for (t,) in any_wh.query("SELECT tags FROM focus_costs WHERE x_source = 'az' AND tags IS NOT NULL")

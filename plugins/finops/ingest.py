@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from finops.focus.schema import COLUMNS, Kind
-from finops.paths import subdir
+from finops.paths import path_segment, subdir
 from finops.progress import watch_duckdb
 from finops.warehouse.base import DataRefused, LoadLogEntry
 
@@ -287,7 +287,7 @@ UNIT_COLUMNS = {
     "commitment_discount_unit": "CommitmentDiscountUnit",
 }
 KEY_VALUE_COLUMNS = {c.snake: c.name for c in COLUMNS if c.kind is Kind.JSON}
-_STRINGIFIED = r':\s*"[\[{]'  # a string value that starts like JSON: what stringifying writes
+
 _MAX_UNITS = 50  # distinct unknown units kept per column: load_log stays small whatever arrives
 
 
@@ -316,13 +316,15 @@ def nested_key_value_counts(
     con: duckdb.DuckDBPyConnection, relation: str, converted_sql: str
 ) -> dict[str, int]:
     """Rows whose Tags / SkuPriceDetails held nested objects or arrays, which the canonical
-    select stringified. A stringified value reads `:"{` or `:"[` in the output, so that probe
-    on `relation` (the rows written) decides whether the converter's SELECT is read again to
-    count exactly; a month without such values costs one cheap pass."""
+    select stringified. The rewritten object is to_json's output, where a stringified value reads
+    `:"{` or `:"[` (no blank), so that substring test on `relation` (the rows written) decides
+    whether the converter's SELECT is read again to count exactly; a month without such values
+    costs one pass of substring tests."""
     from finops.focus.projection import nested_key_value_sql
 
     probes = ", ".join(
-        f"count(*) FILTER (WHERE regexp_matches(CAST({c} AS VARCHAR), {sql_literal(_STRINGIFIED)}))"
+        f"count(*) FILTER (WHERE contains(CAST({c} AS VARCHAR), ':\"' || chr(123)) "
+        f"OR contains(CAST({c} AS VARCHAR), ':\"['))"
         for c in KEY_VALUE_COLUMNS
     )
     hit = con.execute(f"SELECT {probes} FROM {relation}").fetchone() or ()
@@ -436,9 +438,8 @@ def raw_totals(con: duckdb.DuckDBPyConnection, converter: Converter) -> dict[str
 
 
 def _safe(part: str) -> str:
-    """A path component that cannot climb out of its folder."""
-    cleaned = re.sub(r"[^A-Za-z0-9._=-]+", "_", part).strip(".")
-    return cleaned or "_"
+    """A path component that cannot climb out of its folder (the one rule: paths.path_segment)."""
+    return path_segment(part)
 
 
 def _rows(n: int) -> str:

@@ -66,7 +66,7 @@ def _text(value: str) -> str:
 # trailing commas. ECMA-404, which FOCUS KeyValueFormat requires, has none of them, and PostgreSQL's
 # jsonb refuses them. The text test first (rare), then the same test with string literals removed,
 # so a tag value "NaN" or "a,]" stays valid.
-_NON_STANDARD = r"(?i)nan|inf|,\s*[\]}]"
+_NON_STANDARD = r"[Nn][Aa][Nn]|[Ii][Nn][Ff]|,\s*[\]}]"  # character classes: faster than (?i) in RE2
 _STRING = r'"([^"\\]|\\.)*"'
 
 
