@@ -210,6 +210,16 @@ def _run(wh_factory, pages, start=ANY, lookback=None, with_scores=True):
             _describe_types_response(),
             {"Filters": [{"Name": "instance-type", "Values": ["p5.*"]}]},
         )
+        es.add_response(
+            "describe_instance_type_offerings",
+            {
+                "InstanceTypeOfferings": [
+                    {"InstanceType": "p5.48xlarge", "LocationType": "availability-zone", "Location": z}
+                    for z in ("us-east-1a", "us-east-1c")
+                ]
+            },
+            {"LocationType": "availability-zone", "Filters": [{"Name": "instance-type", "Values": ["p5.*"]}]},
+        )
         if with_scores:
             es.add_response(
                 "get_spot_placement_scores",
@@ -298,6 +308,14 @@ def _run_families(wh_factory, families, history, types, usd):
             "describe_instance_types",
             {"InstanceTypes": [{"InstanceType": t} for t in types]},
             {"Filters": [{"Name": "instance-type", "Values": [f"{f}.*" for f in families]}]},
+        )
+        es.add_response(
+            "describe_instance_type_offerings",
+            {"InstanceTypeOfferings": []},
+            {
+                "LocationType": "availability-zone",
+                "Filters": [{"Name": "instance-type", "Values": [f"{f}.*" for f in families]}],
+            },
         )
         spot_types = {i["InstanceType"] for fam in families for i in history.get(fam, [])}
         for itype in sorted(set(types) | spot_types):

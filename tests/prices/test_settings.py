@@ -60,11 +60,12 @@ def test_plan_all_skips_names_of_other_clouds():
     s = parse_prices({})
     jobs = plan_jobs(s, regions=["us-east-1", "eastus", "us-central1"], families=["p5", "Standard_ND", "a3"])
     got = {(j["provider"], j["region"], tuple(j.get("families", ()))) for j in jobs}
-    # "a3" is also a well-formed AWS family name (it matches no AWS type: harmless); "Standard_ND" is not
+    # "a3" is also a well-formed AWS family name and "p5" a well-formed GCP series (each matches
+    # no type of the other cloud: harmless); "Standard_ND" is neither
     assert got == {
         ("aws", "us-east-1", ("p5", "a3")),
         ("azure", "eastus", ("Standard_ND",)),
-        ("gcp", "us-central1", ("a3",)),
+        ("gcp", "us-central1", ("p5", "a3")),
         ("lambda", "global", ()),
     }
     # a provider left with nothing valid is skipped, not run with its defaults

@@ -4,7 +4,8 @@
   instance family, StartTime = the stored watermark), points keep AWS's own Timestamp;
 - on-demand: the Pricing API `get_products` (Linux, Shared tenancy, no pre-installed
   software, CapacityStatus Used), PriceList entries are JSON strings;
-- specs: `describe_instance_types` (GpuInfo);
+- specs: `describe_instance_types` (GpuInfo); where offered: `describe_instance_type_offerings`
+  per availability zone;
 - interruption risk: `get_spot_placement_scores` (1-10 per region / AZ).
 
 Functions take a boto3 client so tests drive them with `botocore.stub.Stubber` or moto;
@@ -22,10 +23,12 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from finops.prices.gpu_models import AWS_FAMILY_INTERCONNECT, known_instance, normalise_gpu
+from finops.prices.catalog import complete, static_entries
+from finops.prices.gpu_models import KNOWN_INSTANCES, normalise_gpu
 from finops.prices.records import (
     MAX_PRICE_PER_HOUR,
     CatalogEntry,
+    Offering,
     PlacementScore,
     PriceRecord,
     TypeMatch,
@@ -37,6 +40,7 @@ log = logging.getLogger(__name__)
 
 SPOT_SOURCE = "aws:describe_spot_price_history"
 PRICING_SOURCE = "aws:pricing.get_products"
+OFFERINGS_SOURCE = "aws:describe_instance_type_offerings"
 PRODUCT_DESCRIPTION = "Linux/UNIX"
 _FAMILY = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
 _TYPE = re.compile(r"^[a-z][a-z0-9-]{0,15}\.[a-z0-9-]{1,24}$")
@@ -150,22 +154,56 @@ def fetch_instance_types(ec2: Any, families: Iterable[str]) -> list[CatalogEntry
             g = gpus[0] if gpus else {}
             mem_mib = (g.get("MemoryInfo") or {}).get("SizeInMiB")
             mem_gib = round(mem_mib / 1024, 1) if isinstance(mem_mib, int | float) else None
-            static = known_instance("aws", itype)
-            family = itype.split(".", 1)[0]
+            name = " ".join(str(x) for x in (g.get("Manufacturer"), g.get("Name")) if x)[:100] or None
             out.append(
-                CatalogEntry(
-                    provider="aws",
-                    instance_type=itype,
-                    gpu_model=normalise_gpu(g.get("Name"), mem_gib) if g else None,
-                    gpu_count=sum(int(x.get("Count") or 0) for x in gpus) or None,
-                    gpu_memory_gib=mem_gib,
-                    vcpus=(it.get("VCpuInfo") or {}).get("DefaultVCpus"),
-                    memory_gib=round(((it.get("MemoryInfo") or {}).get("SizeInMiB") or 0) / 1024, 1) or None,
-                    interconnect=(static.interconnect if static else None)
-                    or AWS_FAMILY_INTERCONNECT.get(family),
-                    source="aws:describe_instance_types",
+                complete(
+                    CatalogEntry(
+                        provider="aws",
+                        instance_type=itype,
+                        gpu_model=normalise_gpu(g.get("Name"), mem_gib) if g else None,
+                        gpu_count=sum(int(x.get("Count") or 0) for x in gpus) or None,
+                        gpu_memory_gib=mem_gib,
+                        vcpus=(it.get("VCpuInfo") or {}).get("DefaultVCpus"),
+                        memory_gib=round(((it.get("MemoryInfo") or {}).get("SizeInMiB") or 0) / 1024, 1)
+                        or None,
+                        gpu_name=name,
+                    )
                 )
             )
+    return out
+
+
+def static_instance_types(families: Iterable[str]) -> list[CatalogEntry]:
+    """The static table's types of these families: the stand-in when describe_instance_types is
+    refused (an IAM policy without ec2:DescribeInstanceTypes)."""
+    scopes = [type_scope(f) for f in families]
+    types = [
+        t
+        for (p, t) in KNOWN_INSTANCES
+        if p == "aws" and any(t.startswith(v) if m == "prefix" else t == v for m, v in scopes)
+    ]
+    return static_entries("aws", types)
+
+
+def fetch_offerings(ec2: Any, region: str, families: Iterable[str]) -> list[Offering]:
+    """(type, zone) pairs the region offers for the families (describe_instance_type_offerings)."""
+    patterns = [type_pattern(f) for f in families]
+    if not patterns:
+        return []
+    out: list[Offering] = []
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": patterns}]
+    )
+    for page in pages:
+        for o in page.get("InstanceTypeOfferings", []):
+            itype, zone = o.get("InstanceType"), o.get("Location")
+            if (
+                isinstance(itype, str)
+                and _TYPE.match(itype)
+                and isinstance(zone, str)
+                and zone.startswith(region)
+            ):
+                out.append(Offering("aws", region, zone, itype, OFFERINGS_SOURCE))
     return out
 
 

@@ -3,7 +3,8 @@
 `GET /v1/services/6F81-5844-456A/skus` lists SKUs (paged by `nextPageToken`); a GPU machine
 is billed as vCPUs x core SKU + GiB x RAM SKU + GPUs x GPU SKU of its series in its region,
 with usageType OnDemand or Preemptible (spot). Prices are `units` + `nanos` / 1e9.
-Machine shapes come from the static table in gpu_models (the catalog has no machine types).
+Machine shapes come from the Compute API (gcp_compute: vCPUs, RAM, GPUs per machine type, and
+the zones offering it); the static table in gpu_models stands in when that call is refused.
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from finops.prices.catalog import static_entries
 from finops.prices.gpu_models import KNOWN_INSTANCES, normalise_gpu
 from finops.prices.http import HttpClient, PriceSourceError
-from finops.prices.records import MAX_PRICE_PER_HOUR, PriceRecord, utcnow
+from finops.prices.records import MAX_PRICE_PER_HOUR, CatalogEntry, PriceRecord, utcnow
 
 SOURCE = "gcp:cloudbilling.skus"
 COMPUTE_SERVICE = "6F81-5844-456A"
@@ -135,16 +137,33 @@ def _pick(components: list[Component], kind: str, name: str, model: str, region:
     return min(cands, key=lambda c: (len(c.regions), c.price)) if cands else None
 
 
-def compose(components: list[Component], regions: Iterable[str], series: Iterable[str]) -> list[PriceRecord]:
-    """Instance prices as GCP bills them: vCPUs x core + GiB x RAM + GPUs x GPU."""
+def static_specs() -> list[CatalogEntry]:
+    """The static table's GCP shapes: the stand-in when the Compute API call is refused."""
+    return static_entries("gcp", [t for (p, t) in KNOWN_INSTANCES if p == "gcp"])
+
+
+def compose(
+    components: list[Component],
+    regions: Iterable[str],
+    series: Iterable[str],
+    specs: Iterable[CatalogEntry] | None = None,
+    offered: set[tuple[str, str]] | None = None,
+) -> list[PriceRecord]:
+    """Instance prices as GCP bills them: vCPUs x core + GiB x RAM + GPUs x GPU, for each shape
+    in `specs` (the Compute API's; the static table's by default). With `offered` ((region,
+    machine type) pairs), a shape is priced only in the regions that offer it."""
     now = utcnow()
     wanted = {s.lower() for s in series}
     out: list[PriceRecord] = []
-    for (provider, mtype), spec in sorted(KNOWN_INSTANCES.items()):
+    shapes = sorted(static_specs() if specs is None else specs, key=lambda e: e.instance_type)
+    for spec in shapes:
+        mtype = spec.instance_type
         fam = mtype.split("-", 1)[0]
-        if provider != "gcp" or fam not in wanted or not (spec.vcpus and spec.memory_gib and spec.gpu_count):
+        if fam not in wanted or not (spec.vcpus and spec.memory_gib and spec.gpu_count and spec.gpu_model):
             continue
         for region in regions:
+            if offered is not None and (region, mtype) not in offered:
+                continue
             for model in ("ondemand", "spot"):
                 core = _pick(components, "core", fam.upper(), model, region)
                 ram = _pick(components, "ram", fam.upper(), model, region)
@@ -190,9 +209,11 @@ def fetch(
     service_id: str = COMPUTE_SERVICE,
     currency: str = "USD",
     max_pages: int = 500,
+    specs: Iterable[CatalogEntry] | None = None,
+    offered: set[tuple[str, str]] | None = None,
 ) -> list[PriceRecord]:
     regions = [check_region(r) for r in regions]
     comps = [
         c for c in (parse_sku(s) for s in iter_skus(client, base_url, service_id, currency, max_pages)) if c
     ]
-    return compose(comps, regions, series)
+    return compose(comps, regions, series, specs, offered)

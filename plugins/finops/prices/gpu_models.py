@@ -1,6 +1,7 @@
-"""GPU names across clouds -> one vocabulary (`H100-80GB`, `A100-40GB`, `L4`, ...), and a static
-table of GPU instance types for what the provider APIs don't say (Azure and GCP list no specs
-in their price APIs; no API gives the interconnect).
+"""GPU names across clouds -> one vocabulary (`H100-80GB`, `A100-40GB`, `L4`, ...), and the
+static knowledge the providers' spec APIs do not give: the interconnect, GPU memory where an API
+leaves it out, the GPU model of Azure's VM families, the fraction of a GPU a partitioned size
+gets, and a table of instance types used only when a spec API call is refused.
 
 Pure: no Airflow, no cloud SDKs. Unknown or hostile names map to None, never raise.
 """
@@ -10,7 +11,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["KNOWN_INSTANCES", "InstanceSpec", "known_instance", "normalise_gpu", "gpu_from_instance_name"]
+__all__ = [
+    "GPU_MEMORY_GIB",
+    "KNOWN_INSTANCES",
+    "InstanceSpec",
+    "azure_family_gpu",
+    "azure_gpu_divisor",
+    "gpu_from_instance_name",
+    "known_instance",
+    "normalise_gpu",
+]
 
 _MAX_LEN = 200
 
@@ -18,7 +28,9 @@ _MAX_LEN = 200
 # Memory variants are decided in `normalise_gpu` where the name or memory tells them apart.
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bGH200\b"), "GH200"),
+    (re.compile(r"\bGB300\b"), "GB300"),
     (re.compile(r"\bGB200\b"), "GB200"),
+    (re.compile(r"\bB300\b"), "B300"),
     (re.compile(r"\bB200\b"), "B200"),
     (re.compile(r"\bH200\b"), "H200"),
     (re.compile(r"\bH100\b.*\bNVL\b|\bH100NVL\b|\bH100 ?94"), "H100-NVL-94GB"),
@@ -40,6 +52,8 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bK80\b"), "K80"),
     (re.compile(r"\bM60\b"), "M60"),
     (re.compile(r"\bMI300X\b"), "MI300X"),
+    (re.compile(r"\bMI25\b"), "MI25"),
+    (re.compile(r"\bV620\b"), "V620"),
     (re.compile(r"\bRADEON PRO V520\b|\bV520\b"), "V520"),
 ]
 _MEM = re.compile(r"(\d{2,3}) ?GB")
@@ -77,10 +91,49 @@ class InstanceSpec:
     vcpus: int | None = None
     memory_gib: float | None = None
     interconnect: str | None = None
+    # a partitioned size gets gpu_count / gpu_divisor of a GPU (Standard_NV6ads_A10_v5: 1 / 6)
+    gpu_divisor: int = 1
 
 
-def _s(gpu: str, n: int, mem: float, vcpus: int, ram: float, ic: str | None = None) -> InstanceSpec:
-    return InstanceSpec(gpu, n, mem, vcpus, ram, ic)
+def _s(
+    gpu: str, n: int, mem: float, vcpus: int, ram: float, ic: str | None = None, div: int = 1
+) -> InstanceSpec:
+    return InstanceSpec(gpu, n, mem, vcpus, ram, ic, div)
+
+
+# Memory per GPU by model: GCP's and Azure's spec APIs do not give it (AWS and Lambda do).
+GPU_MEMORY_GIB: dict[str, float] = {
+    "GB300": 288,
+    "GB200": 192,
+    "B300": 288,
+    "B200": 180,
+    "H200": 141,
+    "H100-NVL-94GB": 94,
+    "H100-80GB": 80,
+    "GH200": 96,
+    "A100-80GB": 80,
+    "A100-40GB": 40,
+    "L40S": 48,
+    "L40": 48,
+    "L4": 24,
+    "A10G": 24,
+    "A10": 24,
+    "A40": 48,
+    "A6000": 48,
+    "RTX6000-ADA": 48,
+    "T4": 16,
+    "T4G": 16,
+    "V100-32GB": 32,
+    "V100-16GB": 16,
+    "P100": 16,
+    "P4": 8,
+    "K80": 12,
+    "M60": 8,
+    "MI300X": 192,
+    "MI25": 16,
+    "V620": 32,
+    "V520": 8,
+}
 
 
 # (provider, instance type) -> spec. AWS entries only matter where describe_instance_types is not
@@ -160,7 +213,9 @@ KNOWN_INSTANCES: dict[tuple[str, str], InstanceSpec] = {
 
 # Azure VM sizes are case-insensitive, and ARM returns a VM's size in the case it was created
 # with (`standard_nd96isr_h100_v5` is a valid size): Azure's entries are looked up without case.
-_AZURE_SIZES: dict[str, InstanceSpec] = {t.casefold(): s for (p, t), s in KNOWN_INSTANCES.items() if p == "azure"}
+_AZURE_SIZES: dict[str, InstanceSpec] = {
+    t.casefold(): s for (p, t), s in KNOWN_INSTANCES.items() if p == "azure"
+}
 
 
 def known_instance(provider: str, instance_type: str) -> InstanceSpec | None:
@@ -178,6 +233,75 @@ AWS_FAMILY_INTERCONNECT: dict[str, str] = {
     "p4de": "NVLink 600GB/s + EFA 400Gbps",
     "p3dn": "NVLink + EFA 100Gbps",
 }
+
+# Interconnect by GCP machine type prefix (the Compute API says nothing about NVLink either).
+GCP_PREFIX_INTERCONNECT: dict[str, str] = {
+    "a3-highgpu-8g": "NVLink 900GB/s + GPUDirect-TCPX",
+    "a3-megagpu-8g": "NVLink 900GB/s + GPUDirect-TCPXO",
+    "a3-ultragpu-8g": "NVLink 900GB/s + RDMA 3200Gbps",
+    "a4-highgpu-8g": "NVLink 1800GB/s + RDMA 3200Gbps",
+    "a2-megagpu-16g": "NVSwitch",
+}
+
+# Azure's Resource SKUs API names no GPU model: the VM family does (its `family` field, matched
+# without case and spaces). A new family is a drift entry until it is added here.
+AZURE_FAMILY_GPU: dict[str, str] = {
+    "standardncfamily": "K80",
+    "standardncsv2family": "P100",
+    "standardncsv3family": "V100-16GB",
+    "standardndsv2family": "V100-32GB",
+    "standardncasv3_t4family": "T4",
+    "standardncadsa100v4family": "A100-80GB",
+    "standardndamsv4_a100family": "A100-80GB",
+    "standardndasv4_a100family": "A100-40GB",
+    "standardnvsv3family": "M60",
+    "standardnvsv4family": "MI25",
+    "standardnvadsa10v5family": "A10",
+    "standardncadsa10v4family": "A10",
+    "standardncadsh100v5family": "H100-NVL-94GB",
+    "standardnccads2023family": "H100-NVL-94GB",
+    "standardndsh100v5family": "H100-80GB",
+    "standardndisrh200v5family": "H200",
+    "standardndisrgb200v6ndrfamily": "GB200",
+    "standardndisrgb300v6family": "GB300",
+    "standardndisv5mi300xfamily": "MI300X",
+    "standardngadsv620v1family": "V620",
+}
+
+
+# Sizes whose Resource SKUs entry carries no `GPUs` capability although the family is a GPU
+# family: the count comes from Azure's size documentation.
+AZURE_MISSING_GPU_COUNT: dict[str, int] = {
+    "standard_nd96is_mi300x_v5": 8,
+    "standard_nd128isr_ndr_gb200_v6": 4,
+    "standard_nd128isr_gb300_v6": 4,
+}
+
+
+def azure_family_gpu(family: object) -> str | None:
+    if not isinstance(family, str) or len(family) > _MAX_LEN:
+        return None
+    return AZURE_FAMILY_GPU.get(re.sub(r"\s+", "", family).casefold())
+
+
+# Partitioned Azure sizes: the Resource SKUs API says `GPUs: 1` for them, but the VM gets a
+# slice. The whole GPU goes with this many vCPUs in each series, so the slice is vcpus / whole.
+_AZURE_PARTITIONED: list[tuple[re.Pattern[str], int]] = [
+    (re.compile(r"^standard_nv(\d+)ads_a10_v5$", re.I), 36),
+    (re.compile(r"^standard_nv(\d+)as_v4$", re.I), 32),
+    (re.compile(r"^standard_ng(\d+)ads_v620_v1$", re.I), 32),
+]
+
+
+def azure_gpu_divisor(size: object) -> int:
+    """1 for whole GPUs; 6 for a sixth of one (Standard_NV6ads_A10_v5), 2 for a half, ..."""
+    if not isinstance(size, str) or len(size) > _MAX_LEN:
+        return 1
+    for pat, whole in _AZURE_PARTITIONED:
+        if (m := pat.match(size)) and 0 < int(m.group(1)) < whole and whole % int(m.group(1)) == 0:
+            return whole // int(m.group(1))
+    return 1
+
 
 _AZURE_GPU_IN_NAME = re.compile(r"_(A100|H100|H200|T4|A10|V620|MI300X)_", re.I)
 

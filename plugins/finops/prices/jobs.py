@@ -23,7 +23,14 @@ than a provider withdrawing everything). Per stream:
   from a window is not taken as gone. A spot market counts as listed while its instance type is
   still offered in the region (describe_instance_types, region-scoped) or when it has a point in
   the window; it is withdrawn when the type leaves the region. One AZ dropping a type is not
-  detected (that would take describe_instance_type_offerings per AZ).
+  detected by the price presence (instance_availability has the per-AZ offerings).
+
+Specs (instance_catalog) come from the providers' spec APIs on every run: AWS
+describe_instance_types, GCP Compute machineTypes + acceleratorTypes (with `gcp.project`),
+Azure Resource SKUs (with `azure.subscription_id`), Lambda instance-types. Where a spec call is
+refused or not configured, the static table in gpu_models answers instead (source `static`).
+The same answers say where each type is offered (instance_availability), and a GPU they list
+that no rule classifies is drift: logged, kept in the catalog without a model, and alerted once.
 """
 
 from __future__ import annotations
@@ -31,15 +38,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from finops.prices import aws, azure, gcp, lambda_cloud, store
+import requests
+
+from finops.prices import aws, azure, azure_skus, gcp, gcp_compute, lambda_cloud, store
+from finops.prices.catalog import log_drift, static_entries
 from finops.prices.conn import gcp_headers, resolve
-from finops.prices.gpu_models import KNOWN_INSTANCES, gpu_from_instance_name, known_instance
-from finops.prices.http import HttpClient
-from finops.prices.records import PROVIDERS, CatalogEntry, PriceRecord, TypeMatch, utcnow
+from finops.prices.http import HttpClient, PriceSourceError
+from finops.prices.records import PROVIDERS, CatalogEntry, Offering, PriceRecord, TypeMatch, utcnow
 from finops.prices.settings import PricesSettings
 
 if TYPE_CHECKING:
@@ -75,12 +84,7 @@ def _aws_family(value: str) -> str:
 
 
 def _gcp_series(value: str) -> str:
-    known = {t.split("-", 1)[0] for (p, t) in KNOWN_INSTANCES if p == "gcp"}
-    if value not in known:
-        raise ValueError(
-            f"not a GCP GPU machine series with known shapes ({', '.join(sorted(known))}): {value!r}"
-        )
-    return value
+    return gcp_compute.check_series(value)
 
 
 def _azure_prefix(value: str) -> str:
@@ -139,27 +143,29 @@ def plan_jobs(
     return jobs
 
 
-def _static_catalog(provider: str, types: set[str]) -> list[CatalogEntry]:
-    out = []
-    for t in sorted(types):
-        spec = known_instance(provider, t)
-        if spec:
-            out.append(
-                CatalogEntry(
-                    provider,
-                    t,
-                    spec.gpu_model,
-                    spec.gpu_count,
-                    spec.gpu_memory_gib,
-                    spec.vcpus,
-                    spec.memory_gib,
-                    spec.interconnect,
-                    source="static",
-                )
-            )
-        elif model := gpu_from_instance_name(provider, t):
-            out.append(CatalogEntry(provider, t, model, None, None, None, None, None, source="name"))
-    return out
+def report_drift(provider: str, catalog: list[CatalogEntry]) -> list[CatalogEntry]:
+    """Log every GPU type no rule classifies and alert once per set of them (the dedup key
+    names the set: a new unknown type alerts again, the same set does not)."""
+    found = log_drift(catalog)
+    if not found:
+        return found
+    from finops.alerts.events import AlertEvent, emit
+
+    types = [e.instance_type for e in found]
+    emit(
+        AlertEvent(
+            kind="gpu_catalog_drift",
+            title=f"{provider}: {len(found)} GPU instance type(s) the catalog cannot classify",
+            severity="warning",
+            summary="The provider's spec API lists these GPU types; no rule in finops.prices.gpu_models "
+            "names their GPU, so they have no per-GPU price until one does.",
+            facts={
+                e.instance_type: f"{e.gpu_count or '?'} x {e.gpu_name or 'unnamed GPU'}" for e in found[:20]
+            },
+            dedup_key=f"gpu_catalog_drift:{provider}:" + ",".join(types)[:400],
+        )
+    )
+    return found
 
 
 Scope = tuple[TypeMatch, str]  # (type_match, type_pattern) of store.Coverage
@@ -181,6 +187,7 @@ def _store_snapshot(
 ) -> dict[str, int]:
     inserted = store.append_prices(wh, snap.prices, mode="changes")
     n_cat = store.upsert_catalog(wh, snap.catalog)
+    n_avail = store.replace_availability(wh, provider, snap.offerings, run_id)
     models = set(store.TABLES) if snap.prices else set()  # one listing answers for spot and on-demand
     store.record_listing(
         wh,
@@ -191,7 +198,7 @@ def _store_snapshot(
         run_id,
     )
     store.log_fetch(wh, provider, snap.regions, snap.source, len(snap.prices), sum(inserted.values()), run_id)
-    return {**inserted, "seen": len(snap.prices), "instance_catalog": n_cat}
+    return {**inserted, "seen": len(snap.prices), "instance_catalog": n_cat, "availability": n_avail}
 
 
 def run_aws(
@@ -221,7 +228,7 @@ def run_aws(
         hist = aws.fetch_spot_history(ec2, region, fam, start)
         spot += hist.records
         newest[fam] = hist.max_timestamp
-    catalog = aws.fetch_instance_types(ec2, families)
+    catalog, offers = _aws_specs(ec2, region, families)
     ondemand = aws.fetch_ondemand(
         pricing, region, {c.instance_type for c in catalog} | {r.instance_type for r in spot}
     )
@@ -234,14 +241,15 @@ def run_aws(
         n_spot = store.append_prices(wh, spot, mode="points")
         n_od = store.append_prices(wh, ondemand, mode="changes")
         n_cat = store.upsert_catalog(wh, catalog)
+        n_avail = store.replace_availability(wh, "aws", offers, run_id)
         n_scores = store.append_placement_scores(wh, scores)
         for fam, ts in newest.items():
             if ts is not None:
                 store.set_watermark(wh, "aws", region, SPOT_STREAM, fam, ts)
         # spot history is no listing: a stored market counts as listed while its type is offered
-        offered = {c.instance_type for c in catalog}
+        offered = {c.instance_type for c in catalog if c.source != "static"}
         markets = [k for k in store.stored_items(wh, "aws", region, "spot") if k[3] in offered]
-        evidence = {"ondemand": ondemand, "spot": catalog}
+        evidence = {"ondemand": ondemand, "spot": [c for c in catalog if c.source != "static"]}
         store.record_listing(
             wh,
             "aws",
@@ -261,8 +269,30 @@ def run_aws(
         "spot_prices": n_spot["spot_prices"],
         "ondemand_prices": n_od["ondemand_prices"],
         "instance_catalog": n_cat,
+        "availability": n_avail,
+        "drift": len(report_drift("aws", catalog)),
         "placement_scores": n_scores,
     }
+
+
+def _aws_specs(ec2: Any, region: str, families: list[str]) -> tuple[list[CatalogEntry], list[Offering]]:
+    """describe_instance_types + describe_instance_type_offerings; the static table when the
+    first is refused (its entries never count as evidence that a spot market still exists)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        catalog = aws.fetch_instance_types(ec2, families)
+    except ClientError as e:
+        log.warning("describe_instance_types refused in %s (%s): specs from the static table", region, e)
+        catalog = aws.static_instance_types(families)
+    try:
+        offers = aws.fetch_offerings(ec2, region, families)
+    except ClientError as e:
+        log.warning(
+            "describe_instance_type_offerings refused in %s (%s): availability not updated", region, e
+        )
+        offers = []
+    return catalog, offers
 
 
 def _client(settings: PricesSettings, **kw: Any) -> HttpClient:
@@ -279,6 +309,7 @@ class Snapshot:
     prices: list[PriceRecord]
     catalog: list[CatalogEntry]
     scope: list[Scope]
+    offerings: list[Offering] = field(default_factory=list)
 
 
 Fetch = Callable[[dict[str, Any], PricesSettings, HttpClient | None], Snapshot]
@@ -298,6 +329,7 @@ def _snapshot_runner(provider: str, fetch: Fetch) -> Callable[..., dict[str, Any
         snap = fetch(job, settings, client)
         with wh_factory() as wh:
             out = _store_snapshot(wh, provider, snap, started, run_id)
+        out["drift"] = len(report_drift(provider, snap.catalog))
         return {"provider": provider, "region": job.get("region", "global"), **out}
 
     run.__name__ = run.__qualname__ = f"run_{provider}"
@@ -316,14 +348,70 @@ def _fetch_azure(job: dict[str, Any], settings: PricesSettings, client: HttpClie
         cfg.currency,
         settings.http.max_pages,
     )
-    catalog = _static_catalog("azure", {p.instance_type for p in prices})
-    return Snapshot([job["region"]], azure.SOURCE, prices, catalog, [("prefix", f) for f in job["families"]])
+    catalog, offers = _azure_specs(job, settings, client)
+    known = {c.instance_type.casefold() for c in catalog}
+    catalog += static_entries(
+        "azure", {p.instance_type for p in prices if p.instance_type.casefold() not in known}
+    )
+    return Snapshot(
+        [job["region"]], azure.SOURCE, prices, catalog, [("prefix", f) for f in job["families"]], offers
+    )
+
+
+# A spec call that fails is no reason to lose the prices: the static table answers instead.
+_SPEC_ERRORS = (PriceSourceError, requests.RequestException)
+
+
+def _azure_specs(
+    job: dict[str, Any], settings: PricesSettings, client: HttpClient | None
+) -> tuple[list[CatalogEntry], list[Offering]]:
+    cfg = settings.azure
+    if not cfg.subscription_id:
+        return [], []
+    if client is None:
+        client = _client(settings, headers={"Authorization": f"Bearer {_arm_token(cfg.arm_conn_id)}"})
+    try:
+        return azure_skus.fetch_specs(
+            client,
+            cfg.arm_base_url,
+            cfg.subscription_id,
+            job["region"],
+            job["families"],
+            settings.http.max_pages,
+        )
+    except _SPEC_ERRORS as e:
+        log.warning("Azure Resource SKUs refused for %s (%s): specs from the static table", job["region"], e)
+        return [], []
+
+
+def _arm_token(conn_id: str | None) -> str:
+    """An ARM bearer token from an Azure service-principal connection (as the policies use)."""
+    if not conn_id:
+        raise ValueError("prices.azure.subscription_id is set but prices.azure.arm_conn_id is not")
+    from airflow.sdk import BaseHook
+    from azure.identity import ClientSecretCredential
+
+    c = BaseHook.get_connection(conn_id)
+    extra = c.extra_dejson
+    cred = ClientSecretCredential(extra.get("tenantId") or extra.get("tenant_id"), c.login, c.password)
+    return cred.get_token("https://management.azure.com/.default").token
 
 
 def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
     cfg = settings.gcp
     ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
     client = client or _client(settings, headers=gcp_headers(cfg.conn_id, ep.api_key))
+    specs: list[CatalogEntry] | None = None
+    offers: list[Offering] = []
+    if cfg.project:
+        # a connection host that overrides the Billing Catalog's (a proxy, a test server) serves both
+        compute = ep.base_url if ep.base_url != cfg.base_url.rstrip("/") else cfg.compute_base_url
+        try:
+            specs, offers = gcp_compute.fetch_specs(
+                client, compute, cfg.project, job["regions"], job["families"], settings.http.max_pages
+            )
+        except _SPEC_ERRORS as e:
+            log.warning("GCP Compute machineTypes refused (%s): shapes from the static table", e)
     prices = gcp.fetch(
         client,
         ep.base_url,
@@ -332,10 +420,15 @@ def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient
         cfg.service_id,
         cfg.currency,
         settings.http.max_pages,
+        specs=specs,
+        offered={(o.region, o.instance_type) for o in offers} if specs is not None else None,
     )
-    catalog = _static_catalog("gcp", {p.instance_type for p in prices})
+    if specs is None:
+        catalog = static_entries("gcp", {p.instance_type for p in prices})
+    else:
+        catalog = specs
     return Snapshot(
-        job["regions"], gcp.SOURCE, prices, catalog, [("prefix", f"{f}-") for f in job["families"]]
+        job["regions"], gcp.SOURCE, prices, catalog, [("prefix", f"{f}-") for f in job["families"]], offers
     )
 
 

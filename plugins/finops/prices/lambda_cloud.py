@@ -11,6 +11,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
+from finops.prices.catalog import complete
 from finops.prices.gpu_models import normalise_gpu
 from finops.prices.http import HttpClient, PriceSourceError
 from finops.prices.records import MAX_PRICE_PER_HOUR, CatalogEntry, PriceRecord, utcnow
@@ -77,18 +78,20 @@ def parse(doc: Any) -> tuple[list[PriceRecord], list[CatalogEntry]]:
             )
         )
         catalog.append(
-            CatalogEntry(
-                provider="lambda",
-                instance_type=name,
-                gpu_model=normalise_gpu(gdesc, gmem),
-                gpu_count=count,
-                gpu_memory_gib=gmem,
-                vcpus=specs.get("vcpus") if isinstance(specs.get("vcpus"), int) else None,
-                memory_gib=float(specs["memory_gib"])
-                if isinstance(specs.get("memory_gib"), int | float)
-                else None,
-                interconnect=_interconnect(gdesc, count),
-                source=SOURCE,
+            complete(
+                CatalogEntry(
+                    provider="lambda",
+                    instance_type=name,
+                    gpu_model=normalise_gpu(gdesc, gmem),
+                    gpu_count=count,
+                    gpu_memory_gib=gmem,
+                    vcpus=specs.get("vcpus") if isinstance(specs.get("vcpus"), int) else None,
+                    memory_gib=float(specs["memory_gib"])
+                    if isinstance(specs.get("memory_gib"), int | float)
+                    else None,
+                    interconnect=_interconnect(gdesc, count),
+                    gpu_name=gdesc or None,
+                )
             )
         )
     return prices, catalog

@@ -4,6 +4,8 @@
     cheapest_offers(wh, "H100", gpu_count=8)                 # across clouds, spot and on-demand
     spot_discount_by_region(wh, provider="azure")
     spot_placement_risk(wh, "p5.48xlarge", region="us-east-1")   # AWS Spot Placement Scores
+    offered_places(wh)                                        # (provider, region) -> types offered
+    catalog_drift(wh)                                         # GPU types no rule classifies
 
 Every value is a bound parameter; prices come back as Decimal.
 """
@@ -14,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from finops.prices.gpu_models import normalise_gpu
@@ -88,10 +91,28 @@ class Offer:
     vcpus: int | None
     memory_gib: float | None
     interconnect: str | None
+    gpu_divisor: int = 1  # the VM gets gpu_count / gpu_divisor GPUs (1/6 of an A10: 1 and 6)
+
+    @property
+    def gpus(self) -> Fraction:
+        """GPUs the VM gets, exactly: Fraction(1, 6) for a sixth of one."""
+        return Fraction(self.gpu_count, self.gpu_divisor or 1)
 
     @property
     def price_per_gpu_hour(self) -> Decimal:
-        return self.price_per_hour / self.gpu_count
+        """The price of one whole GPU-hour: a sixth of an A10 at P costs 6 x P per A10-hour."""
+        return self.price_per_hour * (self.gpu_divisor or 1) / self.gpu_count
+
+
+# An offer counts as available unless the spec APIs listed its (provider, region) and the type
+# is not offered there (unrestricted, in the price's zone when the price has one). A region
+# never checked (Lambda's `global`, a provider whose spec API is not configured) is not judged.
+_AVAILABLE_SQL = """ AND (NOT EXISTS (SELECT 1 FROM instance_availability a0
+                          WHERE a0.provider = lp.provider AND a0.region = lp.region)
+                     OR EXISTS (SELECT 1 FROM instance_availability a1
+                          WHERE a1.provider = lp.provider AND a1.region = lp.region
+                            AND a1.instance_type = lp.instance_type AND a1.restriction IS NULL
+                            AND (lp.zone = '' OR a1.zone = lp.zone)))"""
 
 
 def cheapest_offers(
@@ -102,26 +123,30 @@ def cheapest_offers(
     currency: str = "USD",
     limit: int = 20,
     max_age_days: int | None = 7,
+    gpu_divisor: int = 1,
 ) -> list[Offer]:
     """Current offers of exactly `gpu_count` x `gpu_model` across clouds, cheapest first.
 
     `gpu_model` takes any spelling ("H100", "nvidia-h100-80gb", "A100 80GB"). Regions whose
     source has not been fetched successfully within `max_age_days` (price_fetch_log) are left
-    out (None keeps all); prices their provider withdrew are never in latest_prices."""
+    out (None keeps all); prices their provider withdrew are never in latest_prices; a type the
+    spec APIs say its region (or zone) does not offer is left out. Whole GPUs by default: a
+    partitioned size is asked for with `gpu_divisor` (gpu_count=1, gpu_divisor=6: 1/6 GPU)."""
     model = normalise_gpu(gpu_model) or gpu_model
     pricing = [p for p in pricing if p in ("spot", "ondemand")]
     if not pricing:
         return []
     marks = ", ".join("?" for _ in pricing)
     age_sql, age_params = _fetched_within("lp", max_age_days)
-    params: list[object] = [model, gpu_count, *pricing, currency, *age_params, limit]
+    params: list[object] = [model, gpu_count, gpu_divisor, *pricing, currency, *age_params, limit]
     rows = wh.query(
         f"""SELECT lp.provider, lp.region, lp.zone, lp.instance_type, lp.pricing_model, lp.price_per_hour,
                    lp.currency, lp.observed_at, c.gpu_model, c.gpu_count, c.gpu_memory_gib, c.vcpus,
-                   c.memory_gib, c.interconnect
+                   c.memory_gib, c.interconnect, COALESCE(c.gpu_divisor, 1)
             FROM latest_prices lp
             JOIN instance_catalog c ON c.provider = lp.provider AND c.instance_type = lp.instance_type
-            WHERE c.gpu_model = ? AND c.gpu_count = ? AND lp.pricing_model IN ({marks}) AND lp.currency = ?{age_sql}
+            WHERE c.gpu_model = ? AND c.gpu_count = ? AND COALESCE(c.gpu_divisor, 1) = ?
+              AND lp.pricing_model IN ({marks}) AND lp.currency = ?{age_sql}{_AVAILABLE_SQL}
             ORDER BY lp.price_per_hour, lp.provider, lp.region, lp.instance_type, lp.pricing_model
             LIMIT ?""",
         params,
@@ -142,9 +167,49 @@ def cheapest_offers(
             r[11],
             r[12],
             r[13],
+            int(r[14]),
         )
         for r in rows
     ]
+
+
+def offered_places(wh: Warehouse, provider: str | None = None) -> dict[tuple[str, str], set[str]]:
+    """(provider, region) -> instance types the spec APIs list there without a restriction.
+    A (provider, region) absent from the map was never checked: `bench.pricing` does not judge it."""
+    rows = wh.query(
+        "SELECT provider, region, instance_type, restriction FROM instance_availability"
+        + (" WHERE provider = ?" if provider else ""),
+        [provider] if provider else [],
+    )
+    out: dict[tuple[str, str], set[str]] = {}
+    for p, region, itype, restriction in rows:
+        types = out.setdefault((p, region), set())
+        if restriction is None:
+            types.add(itype)
+    return out
+
+
+@dataclass(frozen=True)
+class DriftEntry:
+    provider: str
+    instance_type: str
+    gpu_name: str | None
+    gpu_count: int | None
+    source: str | None
+    updated_at: datetime
+
+
+def catalog_drift(wh: Warehouse, provider: str | None = None) -> list[DriftEntry]:
+    """Instance types a spec API lists with a GPU that no rule classifies (gpu_model unknown):
+    they are in the catalog, unpriced per GPU, until gpu_models learns the name."""
+    rows = wh.query(
+        """SELECT provider, instance_type, gpu_name, gpu_count, source, updated_at FROM instance_catalog
+           WHERE gpu_model IS NULL AND (gpu_count > 0 OR gpu_name IS NOT NULL)"""
+        + (" AND provider = ?" if provider else "")
+        + " ORDER BY provider, instance_type",
+        [provider] if provider else [],
+    )
+    return [DriftEntry(r[0], r[1], r[2], None if r[3] is None else int(r[3]), r[4], r[5]) for r in rows]
 
 
 @dataclass(frozen=True)

@@ -49,8 +49,17 @@ class PriceRecord:
     details: str | None = None  # JSON text: provider extras (capacity, components)
 
 
+CatalogSource = Literal["api", "static", "api+static"]
+
+
 @dataclass(frozen=True)
 class CatalogEntry:
+    """One instance type's specs. gpu_count GPUs of which the VM gets gpu_count / gpu_divisor
+    (a partitioned size: 1 / 6 of an A10). source: `api` (the provider's spec API said all of
+    it), `static` (the table in gpu_models: the API call was refused or is not configured),
+    `api+static` (the API, with fields it does not give filled from the table). gpu_name is the
+    provider's own GPU name; with gpu_model None it marks drift."""
+
     provider: str
     instance_type: str
     gpu_model: str | None
@@ -61,6 +70,26 @@ class CatalogEntry:
     interconnect: str | None = None
     source: str = "api"
     updated_at: datetime = field(default_factory=utcnow)
+    gpu_divisor: int = 1
+    gpu_name: str | None = None
+
+    @property
+    def is_drift(self) -> bool:
+        """The API lists a GPU here that the catalog cannot classify."""
+        return self.gpu_model is None and (bool(self.gpu_count) or bool(self.gpu_name))
+
+
+@dataclass(frozen=True)
+class Offering:
+    """One (instance type, region, zone) a spec API lists as offered; `restriction` is set where
+    the provider lists the type there but not for this subscription (Azure restrictions)."""
+
+    provider: str
+    region: str
+    zone: str
+    instance_type: str
+    source: str
+    restriction: str | None = None
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,14 @@ class AzurePrices(_M):
     instance_families: list[str] = Field(
         default=["Standard_NC", "Standard_ND", "Standard_NV"], description="armSkuName prefixes"
     )
+    subscription_id: str | None = Field(
+        default=None,
+        description="Resource SKUs (specs, zones) are read in this subscription; unset -> static table",
+    )
+    arm_conn_id: str | None = Field(
+        default=None, description="Azure connection (login = client id, password = secret, extra tenantId)"
+    )
+    arm_base_url: str = "https://management.azure.com"
 
 
 class GcpPrices(_M):
@@ -58,7 +66,12 @@ class GcpPrices(_M):
     service_id: str = "6F81-5844-456A"  # Compute Engine
     currency: str = "USD"
     regions: list[str] = ["us-central1", "us-east4", "europe-west4"]
-    instance_families: list[str] = Field(default=["a2", "a3", "g2"], description="machine series")
+    instance_families: list[str] = Field(default=["a2", "a3", "a4", "g2"], description="machine series")
+    project: str | None = Field(
+        default=None,
+        description="machine types (specs, zones) are listed in this project; unset -> static table",
+    )
+    compute_base_url: str = "https://compute.googleapis.com"
 
 
 class LambdaPrices(_M):

@@ -28,6 +28,7 @@ import pyarrow as pa
 from finops.prices.records import CatalogEntry, PlacementScore, PriceRecord, TypeMatch, naive_utc, utcnow
 
 if TYPE_CHECKING:
+    from finops.prices.records import Offering
     from finops.warehouse.base import Warehouse
 
 TABLES = {"spot": "spot_prices", "ondemand": "ondemand_prices"}
@@ -148,6 +149,8 @@ CATALOG_SCHEMA = pa.schema(
         ("interconnect", pa.string()),
         ("source", pa.string()),
         ("updated_at", pa.timestamp("us")),
+        ("gpu_divisor", pa.int32()),
+        ("gpu_name", pa.string()),
     ]
 )
 
@@ -161,6 +164,51 @@ def upsert_catalog(wh: Warehouse, entries: Iterable[CatalogEntry]) -> int:
     return wh.upsert_arrow(
         "instance_catalog", pa.table(cols, schema=CATALOG_SCHEMA), keys=("provider", "instance_type")
     )
+
+
+AVAILABILITY_SCHEMA = pa.schema(
+    [
+        ("provider", pa.string()),
+        ("region", pa.string()),
+        ("zone", pa.string()),
+        ("instance_type", pa.string()),
+        ("restriction", pa.string()),
+        ("source", pa.string()),
+        ("checked_at", pa.timestamp("us")),
+        ("run_id", pa.string()),
+    ]
+)
+
+
+def replace_availability(
+    wh: Warehouse, provider: str, offers: Iterable[Offering], run_id: str | None = None
+) -> int:
+    """Replace the stored availability of each (provider, region) this answer listed anything
+    in. A region the answer listed nothing for keeps its rows: an empty answer is more likely a
+    glitch than a region that lost every GPU type."""
+    uniq = {(o.region, o.zone, o.instance_type): o for o in offers if o.provider == provider}
+    if not uniq:
+        return 0
+    now = utcnow()
+    regions = sorted({r for r, _, _ in uniq})
+    marks = ", ".join("?" for _ in regions)
+    rows = sorted(uniq.values(), key=lambda o: (o.region, o.zone, o.instance_type))
+    cols = {
+        "provider": [provider] * len(rows),
+        "region": [o.region for o in rows],
+        "zone": [o.zone for o in rows],
+        "instance_type": [o.instance_type for o in rows],
+        "restriction": [o.restriction for o in rows],
+        "source": [o.source for o in rows],
+        "checked_at": [now] * len(rows),
+        "run_id": [run_id] * len(rows),
+    }
+    with wh.partition_lock("instance_availability", {"provider": provider}):
+        wh.execute(
+            f"DELETE FROM instance_availability WHERE provider = ? AND region IN ({marks})",
+            [provider, *regions],
+        )
+        return wh.insert_arrow("instance_availability", pa.table(cols, schema=AVAILABILITY_SCHEMA))
 
 
 SCORE_SCHEMA = pa.schema(
