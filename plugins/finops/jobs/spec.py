@@ -21,6 +21,8 @@ from pydantic import (
     model_validator,
 )
 
+from finops.config import _fmt_loc  # the same key-path format as finops.yaml errors
+
 Precision = Literal["fp32", "amp_bf16", "amp_fp16"]
 Priority = Literal["critical", "normal", "opportunistic"]
 Cloud = Literal["aws", "gcp", "azure", "lambda", "local"]
@@ -58,6 +60,20 @@ def _no_control(v: str, what: str) -> str:
     return v
 
 
+def _check_argv(argv: list[str], empty: str) -> list[str]:
+    if not argv or not argv[0]:
+        raise ValueError(empty)
+    for a in argv:
+        _no_control(a, "arguments")
+    return argv
+
+
+def _check_pattern(v: str | None, pattern: re.Pattern[str], reason: str) -> str | None:
+    if v is not None and not pattern.match(v):
+        raise ValueError(reason)
+    return v
+
+
 class RunSpec(_Model):
     """What runs on the instance: an argv list (never a shell string) or a Python module."""
 
@@ -70,36 +86,24 @@ class RunSpec(_Model):
     @field_validator("command", "args")
     @classmethod
     def _argv(cls, v: list[str] | None) -> list[str] | None:
-        if v is not None:
-            if v == [] or (v and not v[0]):
-                raise ValueError("must name a program as its first item")
-            for a in v:
-                _no_control(a, "arguments")
-        return v
+        return v if v is None else _check_argv(v, "must name a program as its first item")
 
     @field_validator("bootstrap")
     @classmethod
     def _bootstrap(cls, v: list[list[str]]) -> list[list[str]]:
-        for argv in v:
-            if not argv or not argv[0]:
-                raise ValueError("each bootstrap step is an argv list naming a program first")
-            for a in argv:
-                _no_control(a, "arguments")
-        return v
+        return [_check_argv(argv, "each bootstrap step is an argv list naming a program first") for argv in v]
 
     @field_validator("module")
     @classmethod
     def _module(cls, v: str | None) -> str | None:
-        if v is not None and not _MODULE.match(v):
-            raise ValueError("must be a dotted Python module name (letters, digits, '_', '.')")
-        return v
+        return _check_pattern(v, _MODULE, "must be a dotted Python module name (letters, digits, '_', '.')")
 
     @field_validator("image")
     @classmethod
     def _image(cls, v: str | None) -> str | None:
-        if v is not None and not _IMAGE.match(v):
-            raise ValueError("must be an image reference like registry/name:tag (a-z, 0-9, . _ / : @ -)")
-        return v
+        return _check_pattern(
+            v, _IMAGE, "must be an image reference like registry/name:tag (a-z, 0-9, . _ / : @ -)"
+        )
 
     @model_validator(mode="after")
     def _one(self) -> RunSpec:
@@ -259,13 +263,6 @@ class JobSpec(_Model):
     def tags(self) -> dict[str, str]:
         """Tags every instance of this job carries (values already in the tag alphabet)."""
         return {"finops-job": self.name, "finops-team": self.team, "finops-project": self.project}
-
-
-def _fmt_loc(loc: tuple[Any, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(root)"
 
 
 def parse_job_spec(data: Any, origin: str = "job spec") -> JobSpec:
