@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._=-]+")
 
 
 def _project_root() -> Path:
@@ -46,3 +50,21 @@ def config_path() -> Path:
 
 def include_dir() -> Path:
     return REPO_ROOT / "include"
+
+
+def path_segment(name: object, max_len: int = 100) -> str:
+    """One folder or file name made from a name someone else chose: a manifest's executionId /
+    assemblyId, an export run id, a blob name, a team tag, a load id. The one rule for all.
+
+    A plain ASCII name (letters, digits, . _ = -, not starting with . or -) is kept as it is;
+    anything else is cleaned and gets a short hash of the exact name before its extension,
+    so 'a/b' and 'a_b' never share a folder and one name always maps to the same folder.
+    Never '', '.', '..', a separator, NUL, a control or non-ASCII character; at most
+    max_len + 11 characters. Never raises: quarantine and cleanup paths use it too."""
+    text = name if isinstance(name, str) else str(name)
+    cleaned = _UNSAFE.sub("_", text).lstrip("._-").rstrip(".")[:max_len]
+    if cleaned == text and cleaned:
+        return cleaned
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    stem, dot, ext = cleaned.partition(".")
+    return f"{stem or 'x'}-{digest}{dot}{ext}"

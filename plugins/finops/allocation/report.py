@@ -175,20 +175,15 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prun
     the view is in the name so the billed and amortised reports of a month both stay.
     `prune` (`reports` are every team of their month and view): remove that month and view's
     other reports, left by figures a restatement replaced (a team no longer billed)."""
-    import hashlib
-
-    from finops.alerts.email import safe_filename
-    from finops.paths import subdir
+    from finops.paths import path_segment, subdir
 
     written: list[Path] = []
     folders: set[tuple[Path, str]] = set()  # (month folder, view suffix) these reports were written to
     for r in reports:
-        base = (out_dir or subdir("reports")) / safe_filename(r.period)
+        base = (out_dir or subdir("reports")) / path_segment(r.period)
         base.mkdir(parents=True, exist_ok=True)
-        team = safe_filename(r.team)[:80]
-        if team != r.team:
-            team += "-" + hashlib.sha256(r.team.encode()).hexdigest()[:8]
-        view = safe_filename(r.view)
+        team = path_segment(r.team, max_len=80)  # a tag value: hashed when rewritten
+        view = path_segment(r.view)
         folders.add((base, view))
         stem = f"{team}-{view}"
         html = base / f"{stem}.html"

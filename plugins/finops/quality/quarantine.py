@@ -12,33 +12,20 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from finops.paths import subdir
+from finops.paths import path_segment, subdir
 from finops.quality.quarantine_report import REPORT_NAME, Diagnosis, diagnose, render
 from finops.quality.report import ValidationReport, _jsonable
 from finops.quality.rules import check_period
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def _segment(value: str) -> str:
-    """A path segment that cannot climb out of the quarantine folder. Never raises: this is the
-    failure path. A rewritten name gets a short hash so "a/b" and "a_b" stay apart."""
-    text = str(value)
-    seg = _SAFE.sub("_", text).strip("._")[:100]
-    if seg == text:
-        return seg
-    return f"{seg or 'x'}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
-
 
 def quarantine_dir(source: str, billing_period: str, load_id: str) -> Path:
     check_period(billing_period)
-    return subdir("quarantine") / _segment(source) / billing_period / _segment(load_id)
+    return subdir("quarantine") / path_segment(source) / billing_period / path_segment(load_id)
 
 
 def _sha256(path: Path) -> str:

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from finops.ingest import Converter, RawBatch
 from finops.orchestration.periods import check_period
-from finops.paths import subdir
+from finops.paths import path_segment, subdir
 from finops.progress import Progress
 from finops.sources import DeliveryError
 
@@ -222,7 +222,7 @@ def fetch_batch(source: AwsSource, period: str, *, client: Any | None = None, ra
             log.info("%s %s: no manifest yet", source.name, period)
         return None
     assembly = str(scan.assembly_id or "no-assembly")
-    safe_assembly = _SAFE.sub("_", assembly)[:80] or "assembly"
+    safe_assembly = path_segment(assembly)  # an executionId of "." or ".." named the period folder or its parent
     period_dir = (raw_root or subdir("raw")) / source.name / period
     paths, etags = _download(client, source.bucket, scan.data_keys, period_dir / safe_assembly)
     for old in period_dir.iterdir() if period_dir.exists() else []:

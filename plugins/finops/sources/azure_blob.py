@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from finops.ingest import RawBatch
 from finops.orchestration.periods import period_bounds
-from finops.paths import subdir
+from finops.paths import path_segment, subdir
 from finops.progress import Progress
 from finops.sources import DeliveryError
 
@@ -162,7 +162,7 @@ def plan_batches(src: AzureSource, billing_period: str, *, record: bool = True) 
     digest = hashlib.sha256(
         json.dumps(sorted((b, run.etags.get(b, "")) for b in run.blobs)).encode()
     ).hexdigest()[:16]
-    target = subdir("raw") / "azure" / src.name / billing_period / f"{run.run_id}-{digest}"
+    target = subdir("raw") / "azure" / src.name / billing_period / path_segment(f"{run.run_id}-{digest}")
     files = [_download(container, b, target) for b in sorted(run.blobs)]
     log.info(
         "%s %s: newest of %d run(s) is %s (%d file(s))",
@@ -191,7 +191,7 @@ def plan_batches(src: AzureSource, billing_period: str, *, record: bool = True) 
 def _download(container: Any, blob: str, target: Path) -> Path:
     """Stream one blob to disk (constant memory), keeping its name and compression suffix."""
     target.mkdir(parents=True, exist_ok=True)
-    out = target / PurePosixPath(blob).name
+    out = target / path_segment(PurePosixPath(blob).name)  # a blob named 'x/..' has the name '..'
     tmp = out.with_name(out.name + ".part")
     progress = Progress(f"download blob {blob}", unit="bytes")
 
