@@ -43,6 +43,11 @@ def test_dry_run_flags_an_empty_delivery_over_a_loaded_duckdb_month(tmp_path, fi
     assert any("holds no rows" in f and "already loaded" in f for f in out["failures"]), out
     other_month = dry_run_batch(RawBatch("dry", "aws", "2025-04", [empty], "fp-empty"), Cur2Converter())
     assert other_month["valid"] is True, other_month
+    odd_unit = cur2_parquet(tmp_path / "unit.parquet", [{"pricing_unit": "10K"}])
+    noted = dry_run_batch(RawBatch("dry-units", "aws", PERIOD, [odd_unit], "fp-unit"), Cur2Converter())
+    assert noted["unknown_units"]["PricingUnit"] == {"10K": 1}, noted
+    assert noted["valid"] is True, noted["failures"]
+    assert noted["variant"].startswith("AWS CUR 2.0")  # what a load would record, said by the dry run
 
     with DuckDBWarehouse(warehouse_path(), read_only=True) as wh:
         assert _log_rows(wh) == before  # nothing written

@@ -877,6 +877,11 @@ def _pg_month_loaded(conn_id: str, schema: str, source: str, billing_period: str
         return conn.execute(query, [source, billing_period]).fetchone() is not None
 
 
+def notes_summary(notes: LoadNotes) -> dict[str, Any]:
+    """A delivery's notes as JSON-able fields (a dry run's result shows what a load would record)."""
+    return {"variant": notes.variant, "derived_columns": notes.derived, "unknown_units": notes.unknown_units}
+
+
 def dry_run_refusals(batch: RawBatch, row_count: int) -> list[str]:
     """What a load would refuse that the checks on the delivery alone cannot see: an empty
     delivery over a month already loaded (read-only look at the warehouse)."""

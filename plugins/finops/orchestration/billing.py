@@ -160,6 +160,7 @@ def dry_run_batch(batch: Any, converter: Any) -> dict:
             "billed_total": str(res.focus_billed_total),
             "raw_billed_total": str(res.raw_billed_total),
             "currency": ",".join(res.currencies),
+            **ingest.notes_summary(res.notes),
         }
     finally:
         staging.unlink(missing_ok=True)
