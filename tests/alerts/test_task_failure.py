@@ -26,6 +26,7 @@ def test_the_alert_carries_no_credentials_and_a_broken_sink_does_not_raise():
     exc = ConnectionError("POST https://svc:hunter2@api.example.com/v1 failed; " + "x" * 5000)
     ev = failure_event({"ti": ti, "exception": exc})
     assert "hunter2" not in ev.summary and "https://***@api.example.com" in ev.summary and len(ev.summary) <= 600
-    assert ev.facts == {"dag_id": "d", "task_id": "t", "run_id": "r", "map_index": 3, "try_number": 4}
-    assert ev.dedup_key == "task_failed:d:t:r:3"
+    assert ev.facts == {"dag_id": "d", "task_id": "t", "run_id": "r", "map_index": 3, "try_number": 4,
+                        "failed_map_indexes": "1 or more (count unavailable)"}
+    assert ev.dedup_key == "task_failed:d:t:r"  # one per run + task, whichever map index
     task_failed({})  # no task instance at all: logged, never raised

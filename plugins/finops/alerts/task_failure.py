@@ -41,6 +41,7 @@ def failure_event(context: Mapping[str, Any]) -> AlertEvent:
     facts: dict[str, Any] = {"dag_id": dag_id, "task_id": task_id, "run_id": run_id}
     if map_index is not None and map_index >= 0:
         facts["map_index"] = map_index
+        facts["failed_map_indexes"] = _failed_map_indexes(ti)
     if (tries := getattr(ti, "try_number", None)) is not None:
         facts["try_number"] = tries
     return AlertEvent(
@@ -49,8 +50,27 @@ def failure_event(context: Mapping[str, Any]) -> AlertEvent:
         severity="critical",
         summary=summary,
         facts=facts,
-        dedup_key=f"task_failed:{dag_id}:{task_id}:{run_id}:{map_index}",
+        # one alert per DAG run + task: the map indexes of a mapped task fail together (expired
+        # credentials fail every partition); the ledger delivers the first and drops the rest
+        dedup_key=f"task_failed:{dag_id}:{task_id}:{run_id}",
     )
+
+
+def _failed_map_indexes(ti: Any) -> str:
+    """'k of n (so far)': the task's failed map indexes in this run when the alert goes out
+    (this one included, whether or not its own state is written yet). The later ones are not
+    alerted again: the task log and the grid show them."""
+    try:
+        count = ti.get_ti_count
+        scope = {"dag_id": ti.dag_id, "task_ids": [ti.task_id], "run_ids": [ti.run_id]}
+        total = count(**scope)
+        failed = count(**scope, states=["failed"])
+        if not count(**scope, map_index=ti.map_index, states=["failed"]):
+            failed += 1  # this index's failure is not recorded until its callback returns
+        return f"{failed} of {total} (so far)"
+    except Exception:  # noqa: BLE001 - outside a task process (no supervisor to ask): say what is known
+        log.debug("could not count failed map indexes", exc_info=True)
+        return "1 or more (count unavailable)"
 
 
 def task_failed(context: Mapping[str, Any]) -> None:

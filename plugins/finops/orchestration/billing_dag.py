@@ -33,8 +33,19 @@ DEFAULT_ARGS = {
 }
 # One (source, period) load: a 10M-row CUR month takes ~4 min end to end on PostgreSQL
 # (README); the hourly Lambda DAG must end before its next run.
-LOAD_TIMEOUT = {"lambda": timedelta(minutes=45)}
+LOAD_TIMEOUT = {"lambda": timedelta(minutes=18)}
 DEFAULT_LOAD_TIMEOUT = timedelta(hours=3)
+# The hourly Lambda DAG: its worst run (each task on the path plan -> load -> summary timing out
+# on both tries, one minute between) is 2x3+1 + 2x18+1 + 2x5+1 = 55 min, inside the hour, so a
+# stuck run never holds back the next (max_active_runs=1). A Lambda load is a few thousand
+# instance-lifetime rows: 18 minutes is far above what one takes.
+HOURLY_ARGS = {"lambda": {"retries": 1, "retry_delay": timedelta(minutes=1), "retry_exponential_backoff": False}}
+TASK_TIMEOUTS = {"lambda": {"plan_loads": timedelta(minutes=3), "publish_summary": timedelta(minutes=5),
+                            "check_loads": timedelta(minutes=1)}}
+
+
+def _timeout(provider: str, task_id: str) -> timedelta:
+    return TASK_TIMEOUTS.get(provider, {}).get(task_id, DEFAULT_ARGS["execution_timeout"])  # type: ignore[return-value]
 
 _TITLES = {"aws": "AWS (CUR 2.0 / legacy CUR / FOCUS)", "gcp": "GCP (BigQuery billing export)",
            "azure": "Azure (Cost Management exports)", "lambda": "Lambda Cloud (instance lifetimes)"}
@@ -101,13 +112,13 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=DEFAULT_ARGS,
+        default_args={**DEFAULT_ARGS, **HOURLY_ARGS.get(provider, {})},
         params=billing_params(),
         tags=["finops", "billing", provider],
         doc_md=__doc__,
     )
     def billing():
-        @task(task_id="plan_loads")
+        @task(task_id="plan_loads", execution_timeout=_timeout(provider, "plan_loads"))
         def plan_loads_task() -> list[dict]:
             from airflow.sdk.exceptions import AirflowFailException
 
@@ -152,7 +163,8 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
                 )
             return result
 
-        @task(task_id="publish_summary", outlets=[FOCUS_COSTS], trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS)
+        @task(task_id="publish_summary", outlets=[FOCUS_COSTS], trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS,
+              execution_timeout=_timeout(provider, "publish_summary"))
         def publish_summary(results: list[dict]) -> dict:
             from airflow.sdk.exceptions import AirflowSkipException
 
@@ -174,7 +186,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
             _refresh_ui_rollups()
             return summary
 
-        @task(task_id="check_loads", trigger_rule=TriggerRule.ONE_FAILED)
+        @task(task_id="check_loads", trigger_rule=TriggerRule.ONE_FAILED, execution_timeout=_timeout(provider, "check_loads"))
         def check_loads() -> None:
             """Runs only when a load failed (skipped otherwise): keeps the run failed although
             publish_summary, the other leaf, announced the partitions that did load."""
