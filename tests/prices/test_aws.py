@@ -218,7 +218,10 @@ def _run(wh_factory, pages, start=ANY, lookback=None, with_scores=True):
                     for z in ("us-east-1a", "us-east-1c")
                 ]
             },
-            {"LocationType": "availability-zone", "Filters": [{"Name": "instance-type", "Values": ["p5.*"]}]},
+            {
+                "LocationType": "availability-zone",
+                "Filters": [{"Name": "instance-type", "Values": ["p4d.24xlarge", "p5.48xlarge"]}],
+            },
         )
         if with_scores:
             es.add_response(
@@ -309,14 +312,15 @@ def _run_families(wh_factory, families, history, types, usd):
             {"InstanceTypes": [{"InstanceType": t} for t in types]},
             {"Filters": [{"Name": "instance-type", "Values": [f"{f}.*" for f in families]}]},
         )
-        es.add_response(
-            "describe_instance_type_offerings",
-            {"InstanceTypeOfferings": []},
-            {
-                "LocationType": "availability-zone",
-                "Filters": [{"Name": "instance-type", "Values": [f"{f}.*" for f in families]}],
-            },
-        )
+        if types:
+            es.add_response(
+                "describe_instance_type_offerings",
+                {"InstanceTypeOfferings": []},
+                {
+                    "LocationType": "availability-zone",
+                    "Filters": [{"Name": "instance-type", "Values": sorted(types)}],
+                },
+            )
         spot_types = {i["InstanceType"] for fam in families for i in history.get(fam, [])}
         for itype in sorted(set(types) | spot_types):
             listed = [prices_price_list(itype, "us-east-1", usd[itype])] if itype in usd else []

@@ -185,14 +185,20 @@ def static_instance_types(families: Iterable[str]) -> list[CatalogEntry]:
     return static_entries("aws", types)
 
 
-def fetch_offerings(ec2: Any, region: str, families: Iterable[str]) -> list[Offering]:
-    """(type, zone) pairs the region offers for the families (describe_instance_type_offerings)."""
-    patterns = [type_pattern(f) for f in families]
-    if not patterns:
-        return []
+def fetch_offerings(ec2: Any, region: str, instance_types: Iterable[str]) -> list[Offering]:
+    """(type, zone) pairs the region offers for these types (describe_instance_type_offerings,
+    asked for the exact types describe_instance_types listed, 100 per call)."""
+    types = sorted({t for t in instance_types if _TYPE.match(t)})
+    out: list[Offering] = []
+    for i in range(0, len(types), 100):
+        out += _offerings(ec2, region, types[i : i + 100])
+    return out
+
+
+def _offerings(ec2: Any, region: str, types: list[str]) -> list[Offering]:
     out: list[Offering] = []
     pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
-        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": patterns}]
+        LocationType="availability-zone", Filters=[{"Name": "instance-type", "Values": types}]
     )
     for page in pages:
         for o in page.get("InstanceTypeOfferings", []):

@@ -286,7 +286,7 @@ def _aws_specs(ec2: Any, region: str, families: list[str]) -> tuple[list[Catalog
         log.warning("describe_instance_types refused in %s (%s): specs from the static table", region, e)
         catalog = aws.static_instance_types(families)
     try:
-        offers = aws.fetch_offerings(ec2, region, families)
+        offers = aws.fetch_offerings(ec2, region, [c.instance_type for c in catalog])
     except ClientError as e:
         log.warning(
             "describe_instance_type_offerings refused in %s (%s): availability not updated", region, e
