@@ -61,7 +61,7 @@ class Model:
     z / drop_pct defaults) come from bench/anomaly.py --tune on split A; the rest are design
     values (tail_gamma: a tuning set without heavy tails could only switch that guard off)."""
 
-    alpha: float = 0.05  # level smoothing per day
+    alpha: float = 0.1  # level smoothing per day
     clip: float = 2.0  # a day moves the level by at most clip sigmas
     lam: float = 0.05  # sigma smoothing per day
     accept: int = 4  # consecutive same-sign days beyond accept_z that make a new level
