@@ -59,3 +59,32 @@ def test_gpu_from_instance_name():
     assert gpu_from_instance_name("azure", "Standard_NC8ads_A10_v4") == "A10"
     assert gpu_from_instance_name("azure", "Standard_D2s_v5") is None
     assert gpu_from_instance_name("gcp", "g2-standard-8") == "L4"
+
+
+def test_partitioned_azure_sizes_are_fractions_of_a_gpu():
+    from finops.prices.gpu_models import azure_family_gpu, azure_gpu_divisor
+
+    assert [azure_gpu_divisor(f"Standard_NV{n}ads_A10_v5") for n in (6, 12, 18, 36, 72)] == [6, 3, 2, 1, 1]
+    assert azure_gpu_divisor("standard_nv6ads_a10_v5") == 6  # ARM returns sizes in any case
+    assert azure_gpu_divisor("Standard_NV4as_v4") == 8 and azure_gpu_divisor("Standard_NG8ads_V620_v1") == 4
+    assert azure_gpu_divisor("Standard_NC4as_T4_v3") == 1 and azure_gpu_divisor(None) == 1
+    assert azure_gpu_divisor("Standard_NV7ads_A10_v5") == 1  # not a whole slice: never invent one
+    assert azure_family_gpu("StandardNVADSA10v5Family") == "A10"
+    assert azure_family_gpu("standard NDISv5 MI300X Family") == "MI300X" and azure_family_gpu("nope") is None
+
+
+def test_the_idle_policy_sees_one_partial_gpu_on_a_partitioned_vm():
+    from finops.policies.inventory.azure import to_resource
+
+    vm = {
+        "id": "/subscriptions/s/resourceGroups/rg/providers/Microsoft.Compute/virtualMachines/v",
+        "location": "eastus",
+        "properties": {"hardwareProfile": {"vmSize": "Standard_NV6ads_A10_v5"}},
+    }
+    assert to_resource(vm, "s").gpu_count == 1  # its one (1/6) GPU must report, never 1 of several
+
+
+def test_gcp_accelerator_names():
+    assert normalise_gpu("nvidia-h100-mega-80gb") == "H100-80GB"
+    assert normalise_gpu("NVIDIA H200 141GB") == "H200" and normalise_gpu("nvidia-b200") == "B200"
+    assert normalise_gpu("NVIDIA RTX PRO 6000") is None  # unknown: a drift entry, not a guess

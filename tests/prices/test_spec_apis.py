@@ -229,6 +229,15 @@ def test_aws_specs_and_offerings_on_moto(aws_conn):
     assert all(o.region == "us-east-1" and o.zone.startswith("us-east-1") for o in offers)
 
 
+def test_aws_partitioned_gpus_are_fractions(aws_conn):
+    ec2, _ = aws.clients(aws_conn, "us-east-1")
+    cat = {c.instance_type: c for c in aws.fetch_instance_types(ec2, ["g6f"])}
+    large, four = cat["g6f.large"], cat["g6f.4xlarge"]  # EC2 says Count 0, GpuPartitionSize 0.125 / 0.5
+    assert (large.gpu_model, large.gpu_count, large.gpu_divisor) == ("L4", 1, 8)
+    assert (four.gpu_count, four.gpu_divisor) == (1, 2)
+    assert 21 < large.gpu_memory_gib < 24  # the whole L4's memory; the VM's slice is an eighth of it
+
+
 def test_static_fallback_when_describe_instance_types_is_refused():
     entries = aws.static_instance_types(["p5", "g5"])
     assert {e.instance_type for e in entries} >= {"p5.48xlarge", "g5.xlarge"}

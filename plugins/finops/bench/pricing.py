@@ -13,7 +13,7 @@ Definitions (per instance, price P $/h, G GPUs, figures measured on one GPU):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,18 +202,33 @@ def expected_run(job: Job, offer: Offer) -> Ranked:
     )
 
 
-def cheapest_place_to_run(job: Job, offers: Iterable[Offer]) -> list[Ranked]:
+def cheapest_place_to_run(
+    job: Job,
+    offers: Iterable[Offer],
+    offered: Mapping[tuple[str, str], Collection[str]] | None = None,
+) -> list[Ranked]:
     """Rank (provider, instance type, pricing model) offers for `job` by expected cost.
 
     Spot offers pay an interruption overhead (see `expected_run`): with the job's checkpoint
     interval and restart overhead, a cheap but often-interrupted spot offer can lose to
     on-demand. Ties go to the faster offer. Offers that cannot run the job (no step time for
     its precision, or interrupted faster than they progress) come last, with a note saying why.
+
+    `offered` ((provider, region) -> instance types offered there, as
+    `finops.prices.queries.offered_places` returns it): an offer whose region was checked and
+    does not offer its type is never proposed (last, infeasible); an unchecked region is not judged.
     """
-    ranked = [expected_run(job, o) for o in offers]
+    ranked = [_not_offered(o, offered) or expected_run(job, o) for o in offers]
     ok = sorted((r for r in ranked if r.feasible), key=lambda r: (r.expected_cost, r.expected_hours))
     bad = [r for r in ranked if not r.feasible]
     return ok + bad
+
+
+def _not_offered(offer: Offer, offered: Mapping[tuple[str, str], Collection[str]] | None) -> Ranked | None:
+    types = None if offered is None else offered.get((offer.provider, offer.region))
+    if types is None or offer.instance_type in types:
+        return None
+    return Ranked(offer, False, note=f"{offer.instance_type} is not offered in {offer.provider} {offer.region}")
 
 
 def offers_for(measured: Iterable[Measured], prices: Iterable[Price],

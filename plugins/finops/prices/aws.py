@@ -155,13 +155,19 @@ def fetch_instance_types(ec2: Any, families: Iterable[str]) -> list[CatalogEntry
             mem_mib = (g.get("MemoryInfo") or {}).get("SizeInMiB")
             mem_gib = round(mem_mib / 1024, 1) if isinstance(mem_mib, int | float) else None
             name = " ".join(str(x) for x in (g.get("Manufacturer"), g.get("Name")) if x)[:100] or None
+            count = sum(int(x.get("Count") or 0) for x in gpus) or None
+            divisor = _divisor(g.get("GpuPartitionSize"))
+            if divisor > 1:  # g6f: Count 0, one logical GPU that is a slice; MemoryInfo is the slice's
+                count = int(g.get("LogicalGpuCount") or 1)
+                mem_gib = round(mem_gib * divisor, 1) if mem_gib is not None else None
             out.append(
                 complete(
                     CatalogEntry(
                         provider="aws",
                         instance_type=itype,
                         gpu_model=normalise_gpu(g.get("Name"), mem_gib) if g else None,
-                        gpu_count=sum(int(x.get("Count") or 0) for x in gpus) or None,
+                        gpu_count=count,
+                        gpu_divisor=divisor,
                         gpu_memory_gib=mem_gib,
                         vcpus=(it.get("VCpuInfo") or {}).get("DefaultVCpus"),
                         memory_gib=round(((it.get("MemoryInfo") or {}).get("SizeInMiB") or 0) / 1024, 1)
@@ -171,6 +177,13 @@ def fetch_instance_types(ec2: Any, families: Iterable[str]) -> list[CatalogEntry
                 )
             )
     return out
+
+
+def _divisor(partition: Any) -> int:
+    """GpuPartitionSize 0.125 -> 8 (an eighth of a GPU); 1, absent or odd -> 1."""
+    if isinstance(partition, int | float) and not isinstance(partition, bool) and 0 < partition < 1:
+        return max(1, round(1 / partition))
+    return 1
 
 
 def static_instance_types(families: Iterable[str]) -> list[CatalogEntry]:

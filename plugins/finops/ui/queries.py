@@ -497,7 +497,10 @@ def cheapest(r: Reader, job: Any, limit: int = 20, currency: str = "USD") -> dic
         return empty(f"no benchmarked instance type has a price in {currency} yet"
                      + (f" (prices exist in {', '.join(other)})" if other else ""),
                      currency=currency, currencies=currencies)
-    ranked = pricing.cheapest_place_to_run(job, offers)[:limit]
+    from finops.prices.queries import offered_places  # a type a region does not offer is never proposed
+
+    offered = offered_places(r.wh) if r.has("instance_availability") else None
+    ranked = pricing.cheapest_place_to_run(job, offers, offered)[:limit]
     items = [{"provider": x.offer.provider, "region": x.offer.region, "instance_type": x.offer.instance_type,
               "pricing_model": x.offer.pricing_model, "gpu_model": x.offer.gpu_model,
               "gpu_count": x.offer.gpu_count, "price_per_hour": x.offer.price_per_hour, "currency": currency,

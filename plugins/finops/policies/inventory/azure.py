@@ -15,7 +15,7 @@ from typing import Any
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
 from finops.policies.rest import RestClient, RestError, TokenProvider
-from finops.prices.gpu_models import known_instance
+from finops.prices.gpu_models import azure_gpu_divisor, known_instance
 
 ARM = "https://management.azure.com"
 COMPUTE_API = "2024-07-01"
@@ -38,6 +38,9 @@ def to_resource(vm: dict[str, Any], subscription: str) -> Resource:
     # ARM's VM listing does not say how many GPUs a size has: the static size table does (an
     # unknown size keeps None, and then every reporting GPU counts); sizes match without case
     spec = known_instance("azure", size) if isinstance(size, str) else None
+    gpus = spec.gpu_count if spec else None
+    if gpus is None and azure_gpu_divisor(size) > 1:
+        gpus = 1  # a partitioned size (NV6ads_A10_v5: 1/6 of an A10) shows the VM one partial GPU
     return Resource(
         provider="azure",
         account=subscription,
@@ -48,7 +51,7 @@ def to_resource(vm: dict[str, Any], subscription: str) -> Resource:
         launched_at=_ts(created) if created else None,
         tags=dict(vm.get("tags", {}) or {}),
         instance_type=size,
-        gpu_count=spec.gpu_count if spec else None,
+        gpu_count=gpus,
     )
 
 
