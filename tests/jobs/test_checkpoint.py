@@ -45,8 +45,8 @@ def test_restore_brings_back_weights_optimizer_scaler_rng_and_data(tmp_path):
     for _ in range(3):
         _train_step(model, opt, scaler)
     np.random.randn()  # leaves a cached gaussian in numpy's legacy state
-    ck = Checkpointer(str(tmp_path), every_steps=3)
-    assert ck.step_done(3, model, opt, scaler, data={"epoch": 0, "batch": 3}, extra={"note": "x"}) is False
+    ck = Checkpointer(str(tmp_path), model, opt, scaler, every_steps=3)
+    assert ck.step_done(3, data={"epoch": 0, "batch": 3}, extra={"note": "x"}) is False
     saved_scaler = scaler.state_dict()
     assert saved_scaler["scale"] != 65536.0  # the scaler moved: restoring it matters
     expected = _draws()
@@ -57,7 +57,7 @@ def test_restore_brings_back_weights_optimizer_scaler_rng_and_data(tmp_path):
     torch.manual_seed(99)
     np.random.seed(99)
     random.seed(99)
-    resumed = Checkpointer(str(tmp_path)).restore(model2, opt2, scaler2)
+    resumed = Checkpointer(str(tmp_path), model2, opt2, scaler2).restore()
     assert resumed is not None and resumed.step == 3
     assert resumed.data == {"epoch": 0, "batch": 3} and resumed.extra == {"note": "x"}
     assert scaler2.state_dict() == saved_scaler
@@ -68,9 +68,9 @@ def test_restore_brings_back_weights_optimizer_scaler_rng_and_data(tmp_path):
 
 def test_only_due_steps_are_saved_and_old_ones_pruned(tmp_path):
     model, opt, _ = _model()
-    ck = Checkpointer(str(tmp_path), every_steps=2, keep=2)
+    ck = Checkpointer(str(tmp_path), model, opt, every_steps=2, keep=2)
     for step in range(1, 8):
-        ck.step_done(step, model, opt)
+        ck.step_done(step)
     assert ck.complete_steps() == [4, 6]
     assert sorted(p.name for p in tmp_path.iterdir()) == [checkpoint_dir(4), checkpoint_dir(6)]
 
@@ -78,31 +78,31 @@ def test_only_due_steps_are_saved_and_old_ones_pruned(tmp_path):
 def test_minutes_trigger_a_save(tmp_path):
     now = [0.0]
     model, _, _ = _model()
-    ck = Checkpointer(str(tmp_path), every_minutes=10, clock=lambda: now[0])
-    ck.step_done(1, model)
+    ck = Checkpointer(str(tmp_path), model, every_minutes=10, clock=lambda: now[0])
+    ck.step_done(1)
     now[0] = 599.0
-    ck.step_done(2, model)
+    ck.step_done(2)
     assert ck.complete_steps() == []
     now[0] = 600.0
-    ck.step_done(3, model)
+    ck.step_done(3)
     assert ck.complete_steps() == [3]
 
 
 def test_stop_request_saves_now_and_tells_the_loop_to_stop(tmp_path):
     model, opt, _ = _model()
-    ck = Checkpointer(str(tmp_path), every_steps=100)
-    assert ck.step_done(7, model, opt) is False and ck.complete_steps() == []
+    ck = Checkpointer(str(tmp_path), model, opt, every_steps=100)
+    assert ck.step_done(7) is False and ck.complete_steps() == []
     ck.request_stop("aws spot interruption notice")
-    assert ck.step_done(8, model, opt) is True
+    assert ck.step_done(8) is True
     assert ck.complete_steps() == [8] and ck.stop_reason == "aws spot interruption notice"
 
 
 def _three_checkpoints(store):
     model, opt, _ = _model()
-    ck = Checkpointer("/unused", every_steps=1, keep=5, store=store)
+    ck = Checkpointer("/unused", model, opt, every_steps=1, keep=5, store=store)
     for step in (1, 2, 3):
         _train_step(model, opt, torch.amp.GradScaler("cpu", enabled=False))
-        ck.step_done(step, model, opt)
+        ck.step_done(step)
     return ck
 
 
@@ -129,14 +129,14 @@ def test_partial_or_corrupt_newest_checkpoint_is_skipped(tmp_path, damage):
     else:
         store.delete(f"{d}/{STATE}")
     model, opt, _ = _model()
-    resumed = Checkpointer("/unused", store=store).restore(model, opt)
+    resumed = Checkpointer("/unused", model, opt, store=store).restore()
     assert resumed is not None and resumed.step == 2
     assert ck.newest_step() == 2
 
 
 def test_no_checkpoint_is_a_fresh_start(tmp_path):
     model, _, _ = _model()
-    assert Checkpointer(str(tmp_path / "none")).restore(model) is None
+    assert Checkpointer(str(tmp_path / "none"), model).restore() is None
 
 
 def test_local_store_hides_temp_files_and_refuses_climbing(tmp_path):
@@ -167,9 +167,9 @@ def test_s3_checkpoints_resume_and_skip_a_corrupt_one(moto_reset):
     assert keys[:2] == ["jobs/j1/ckpt-000000000001/COMMIT.json", "jobs/j1/ckpt-000000000001/state.pt"]
     assert len(keys) == 6
     model, opt, _ = _model()
-    assert Checkpointer("s3://ckpts/jobs/j1", store=store).restore(model, opt).step == 3
+    assert Checkpointer("s3://ckpts/jobs/j1", model, opt, store=store).restore().step == 3
     client.put_object(Bucket="ckpts", Key="jobs/j1/ckpt-000000000003/state.pt", Body=b"garbage")
     client.put_object(Bucket="ckpts", Key="jobs/j1/ckpt-000000000004/state.pt", Body=b"in flight, no commit")
     assert ck.newest_step() == 2
-    assert Checkpointer("s3://ckpts/jobs/j1", store=store).restore(model, opt).step == 2
+    assert Checkpointer("s3://ckpts/jobs/j1", model, opt, store=store).restore().step == 2
     assert store.get("ckpt-000000000009/state.pt") is None

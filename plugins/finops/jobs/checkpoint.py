@@ -98,20 +98,24 @@ class Checkpointer:
     """Saves and restores a training loop's full state under one checkpoint URI.
 
     Typical loop:
-        ckpt = Checkpointer(uri, every_steps=500, every_minutes=30)
+        ckpt = Checkpointer(uri, model, optimizer, scaler, every_steps=500, every_minutes=30)
         ckpt.install_sigterm()
-        resumed = ckpt.restore(model, optimizer, scaler)
+        resumed = ckpt.restore()
         step = resumed.step if resumed else 0
         while step < total:
             ...one step...
             step += 1
-            if ckpt.step_done(step, model, optimizer, scaler, data={"epoch": e, "batch": b}):
+            if ckpt.step_done(step, data={"epoch": e, "batch": b}):
                 break  # SIGTERM or an interruption notice: saved, exit now
     """
 
     def __init__(
         self,
         uri: str,
+        model: Any,
+        optimizer: Any = None,
+        scaler: Any = None,
+        *,
         every_steps: int | None = None,
         every_minutes: float | None = None,
         keep: int = 2,
@@ -121,6 +125,7 @@ class Checkpointer:
         if keep < 1:
             raise ValueError("keep must be at least 1: the newest complete checkpoint is never deleted")
         self.store = store if store is not None else open_store(uri)
+        self.model, self.optimizer, self.scaler = model, optimizer, scaler
         self.every_steps = every_steps
         self.every_s = every_minutes * 60.0 if every_minutes else None
         self.keep = keep
@@ -149,28 +154,16 @@ class Checkpointer:
         return self.every_s is not None and self.clock() - self._last_save >= self.every_s
 
     def step_done(
-        self,
-        step: int,
-        model: Any,
-        optimizer: Any = None,
-        scaler: Any = None,
-        data: dict[str, Any] | None = None,
-        extra: dict[str, Any] | None = None,
+        self, step: int, data: dict[str, Any] | None = None, extra: dict[str, Any] | None = None
     ) -> bool:
         """Call after each completed step. Saves when due or when a stop was requested; returns
         True when the loop must stop (the state is saved by then)."""
         if self.stop_reason is not None or self.due(step):
-            self.save(step, model, optimizer, scaler, data, extra)
+            self.save(step, data, extra)
         return self.stop_reason is not None
 
     def save(
-        self,
-        step: int,
-        model: Any,
-        optimizer: Any = None,
-        scaler: Any = None,
-        data: dict[str, Any] | None = None,
-        extra: dict[str, Any] | None = None,
+        self, step: int, data: dict[str, Any] | None = None, extra: dict[str, Any] | None = None
     ) -> None:
         import torch
 
@@ -179,9 +172,9 @@ class Checkpointer:
         state = {
             "format": FORMAT,
             "step": step,
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict() if optimizer is not None else None,
-            "scaler": scaler.state_dict() if scaler is not None else None,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict() if self.optimizer is not None else None,
+            "scaler": self.scaler.state_dict() if self.scaler is not None else None,
             "rng": _rng_state(),
             "data": dict(data or {}),
             "extra": dict(extra or {}),
@@ -248,18 +241,18 @@ class Checkpointer:
         except Exception:  # a file that hashes right but does not load: skip it like a corrupt one
             return None
 
-    def restore(self, model: Any, optimizer: Any = None, scaler: Any = None) -> Resumed | None:
-        """Load the newest complete checkpoint into model / optimizer / scaler and the RNGs.
+    def restore(self) -> Resumed | None:
+        """Load the newest complete checkpoint into the model / optimizer / scaler and the RNGs.
         None when there is none (a fresh start)."""
         for step in reversed(self.complete_steps()):
             state = self._load(step)
             if state is None:
                 continue
-            model.load_state_dict(state["model"])
-            if optimizer is not None and state["optimizer"] is not None:
-                optimizer.load_state_dict(state["optimizer"])
-            if scaler is not None and state["scaler"] is not None:
-                scaler.load_state_dict(state["scaler"])
+            self.model.load_state_dict(state["model"])
+            if self.optimizer is not None and state["optimizer"] is not None:
+                self.optimizer.load_state_dict(state["optimizer"])
+            if self.scaler is not None and state["scaler"] is not None:
+                self.scaler.load_state_dict(state["scaler"])
             _set_rng_state(state["rng"])
             self._last_step = step
             self._last_save = self.clock()

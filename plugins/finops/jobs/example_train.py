@@ -20,8 +20,10 @@ import time
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--checkpoint-uri", required=True)
-    p.add_argument("--steps", type=int, default=40)
+    # A provider passes the URI and the work in FINOPS_* variables (finops.jobs.local.job_env).
+    env_uri = os.environ.get("FINOPS_CHECKPOINT_URI")
+    p.add_argument("--checkpoint-uri", default=env_uri, required=env_uri is None)
+    p.add_argument("--steps", type=int, default=int(os.environ.get("FINOPS_STEPS", "40")))
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--every-steps", type=int, default=5)
     p.add_argument("--every-minutes", type=float, default=None)
@@ -49,9 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     scaler = torch.amp.GradScaler("cpu", growth_interval=3)
 
-    ckpt = Checkpointer(a.checkpoint_uri, every_steps=a.every_steps, every_minutes=a.every_minutes)
+    ckpt = Checkpointer(
+        a.checkpoint_uri, model, opt, scaler, every_steps=a.every_steps, every_minutes=a.every_minutes
+    )
     ckpt.install_sigterm()
-    resumed = ckpt.restore(model, opt, scaler)
+    resumed = ckpt.restore()
     step = resumed.step if resumed else 0
     print(f"start step={step} resumed={resumed is not None}", flush=True)
     per_epoch = n // batch
@@ -71,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(a.step_sleep)
         step += 1
         print(f"step {step} loss {loss.item():.6f}", flush=True)
-        if ckpt.step_done(step, model, opt, scaler, data={"epoch": epoch, "batch": b + 1}):
+        if ckpt.step_done(step, data={"epoch": epoch, "batch": b + 1}):
             print(f"stopped at step {step}: {ckpt.stop_reason}", flush=True)
             return 143  # 128 + SIGTERM: the attempt ended early, the work is saved
     if a.out:
