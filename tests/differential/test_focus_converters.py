@@ -9,8 +9,10 @@ docs/billing-exports/focus-converters.md; a new one, or one that disappears, fai
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -142,7 +144,8 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def theirs(inputs, tmp_path_factory) -> dict[str, tuple[Path, dict[str, Any]]]:
     """focus-converter's output per case, all converted by one process."""
-    if not VENV_PY.exists():
+    with (Path(tempfile.gettempdir()) / "finops-focus-converters.lock").open("w") as lock:  # one installer
+        fcntl.flock(lock, fcntl.LOCK_EX)
         subprocess.run(["bash", "scripts/ensure_focus_converters.sh"], cwd=REPO, check=True, timeout=600)
     tmp = tmp_path_factory.mktemp("theirs")
     jobs = []
