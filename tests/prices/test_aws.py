@@ -12,6 +12,7 @@ import pytest
 from botocore.stub import ANY, Stubber
 
 from finops.prices import aws, jobs, store
+from finops.prices.gpu_models import known_instance
 from finops.prices.settings import parse_prices
 from tests.fixtures.prices import PRICES_T0, prices_price_list, prices_spot_item, prices_spot_pages
 
@@ -357,3 +358,25 @@ def test_a_type_that_leaves_the_region_leaves_latest_prices(duckdb_wh, wh_factor
     assert latest() == {r for r in full if r[0] != "p4d.24xlarge"}
     _run_families(wh_factory, ["p5", "g5"], {}, ["p5.48xlarge", "g5.xlarge"], {"g5.xlarge": "1.006"})
     assert latest() == {r for r in full if r[0] == "g5.xlarge" or r[:2] == ("p5.48xlarge", "spot")}
+
+
+def test_aws_specs_and_offerings_on_moto(aws_conn):
+    ec2, _ = aws.clients(aws_conn, "us-east-1")
+    cat = {c.instance_type: c for c in aws.fetch_instance_types(ec2, ["p6-b200", "p5"])}
+    b200 = cat["p6-b200.48xlarge"]  # not in the static table
+    assert known_instance("aws", "p6-b200.48xlarge") is None
+    assert (b200.gpu_model, b200.gpu_count, b200.vcpus) == ("B200", 8, 192)
+    assert 175 < b200.gpu_memory_gib < 185 and b200.source == "api"
+    assert cat["p5.48xlarge"].source == "api+static"  # the interconnect is the table's
+    offers = aws.fetch_offerings(ec2, "us-east-1", cat)
+    assert ("us-east-1c", "p6-b200.48xlarge") in {(o.zone, o.instance_type) for o in offers}
+    assert all(o.region == "us-east-1" and o.zone.startswith("us-east-1") for o in offers)
+
+
+def test_aws_partitioned_gpus_are_fractions(aws_conn):
+    ec2, _ = aws.clients(aws_conn, "us-east-1")
+    cat = {c.instance_type: c for c in aws.fetch_instance_types(ec2, ["g6f"])}
+    large, four = cat["g6f.large"], cat["g6f.4xlarge"]  # EC2 says Count 0, GpuPartitionSize 0.125 / 0.5
+    assert (large.gpu_model, large.gpu_count, large.gpu_divisor) == ("L4", 1, 8)
+    assert (four.gpu_count, four.gpu_divisor) == (1, 2)
+    assert 21 < large.gpu_memory_gib < 24  # the whole L4's memory; the VM's slice is an eighth of it

@@ -216,30 +216,22 @@ def test_a_refused_spec_call_falls_back_to_the_static_table(
     assert duckdb_wh.query("SELECT count(*) FROM ondemand_prices WHERE provider = 'gcp'")[0][0] > 0
 
 
-def test_aws_specs_and_offerings_on_moto(aws_conn):
-    ec2, _ = aws.clients(aws_conn, "us-east-1")
-    cat = {c.instance_type: c for c in aws.fetch_instance_types(ec2, ["p6-b200", "p5"])}
-    b200 = cat["p6-b200.48xlarge"]  # not in the static table
-    assert known_instance("aws", "p6-b200.48xlarge") is None
-    assert (b200.gpu_model, b200.gpu_count, b200.vcpus) == ("B200", 8, 192)
-    assert 175 < b200.gpu_memory_gib < 185 and b200.source == "api"
-    assert cat["p5.48xlarge"].source == "api+static"  # the interconnect is the table's
-    offers = aws.fetch_offerings(ec2, "us-east-1", cat)
-    assert ("us-east-1c", "p6-b200.48xlarge") in {(o.zone, o.instance_type) for o in offers}
-    assert all(o.region == "us-east-1" and o.zone.startswith("us-east-1") for o in offers)
-
-
-def test_aws_partitioned_gpus_are_fractions(aws_conn):
-    ec2, _ = aws.clients(aws_conn, "us-east-1")
-    cat = {c.instance_type: c for c in aws.fetch_instance_types(ec2, ["g6f"])}
-    large, four = cat["g6f.large"], cat["g6f.4xlarge"]  # EC2 says Count 0, GpuPartitionSize 0.125 / 0.5
-    assert (large.gpu_model, large.gpu_count, large.gpu_divisor) == ("L4", 1, 8)
-    assert (four.gpu_count, four.gpu_divisor) == (1, 2)
-    assert 21 < large.gpu_memory_gib < 24  # the whole L4's memory; the VM's slice is an eighth of it
-
-
 def test_static_fallback_when_describe_instance_types_is_refused():
     entries = aws.static_instance_types(["p5", "g5"])
     assert {e.instance_type for e in entries} >= {"p5.48xlarge", "g5.xlarge"}
     assert all(e.source == "static" and e.instance_type.startswith(("p5.", "g5.")) for e in entries)
     assert "p5e.48xlarge" not in {e.instance_type for e in entries}  # p5 is a family, not a prefix of p5e
+
+
+def test_azure_sign_in_failure_falls_back_and_a_missing_connection_is_named(
+    prices_specs, prices_azure, wh_factory
+):
+    base = _settings(prices_specs.base).model_dump(by_alias=True)
+    (job,) = jobs.plan_jobs(parse_prices(base), provider="azure")
+    no_conn = parse_prices({**base, "azure": {**base["azure"], "arm_conn_id": None}})
+    with pytest.raises(ValueError, match="arm_conn_id"):
+        jobs.run_azure(job, no_conn, wh_factory)
+    unknown = parse_prices({**base, "azure": {**base["azure"], "arm_conn_id": "finops_no_such_azure_conn"}})
+    out = jobs.run_azure(job, unknown, wh_factory)
+    assert out["instance_catalog"] > 0 and out["availability"] == 0  # the static table answered
+    assert not any("/skus" in r for r in prices_specs.requests)  # no call went out without a token

@@ -369,7 +369,14 @@ def _azure_specs(
     if not cfg.subscription_id:
         return [], []
     if client is None:
-        client = _client(settings, headers={"Authorization": f"Bearer {_arm_token(cfg.arm_conn_id)}"})
+        if not cfg.arm_conn_id:
+            raise ValueError("prices.azure.subscription_id is set but prices.azure.arm_conn_id is not")
+        try:
+            token = _arm_token(cfg.arm_conn_id)
+        except Exception as e:  # noqa: BLE001 - a refused sign-in is a refused call: the table answers
+            log.warning("Azure sign-in for Resource SKUs failed (%s): specs from the static table", e)
+            return [], []
+        client = _client(settings, headers={"Authorization": f"Bearer {token}"})
     try:
         return azure_skus.fetch_specs(
             client,
@@ -384,10 +391,8 @@ def _azure_specs(
         return [], []
 
 
-def _arm_token(conn_id: str | None) -> str:
+def _arm_token(conn_id: str) -> str:
     """An ARM bearer token from an Azure service-principal connection (as the policies use)."""
-    if not conn_id:
-        raise ValueError("prices.azure.subscription_id is set but prices.azure.arm_conn_id is not")
     from airflow.sdk import BaseHook
     from azure.identity import ClientSecretCredential
 
