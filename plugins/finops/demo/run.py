@@ -1,5 +1,11 @@
-"""`finops demo` (behind `make demo`): realistic exports -> local cloud emulators -> the real
-billing DAGs through Airflow (SQLite metadata DB) -> DuckDB warehouse -> a short cost summary.
+"""`finops demo` (behind `make demo`): the whole product on local emulators, stage by stage,
+each printed as it ends and failing the command when it falls short:
+
+  1. billing: realistic exports -> local cloud emulators -> the real billing DAGs through
+     Airflow (SQLite metadata DB) -> DuckDB warehouse -> totals checked to the cent;
+  2-6. showback, anomaly alerts, policies (dry run), prices, the CPU benchmark
+     (finops.demo.stages);
+  7. how to look at it: `make ui` (finops.demo.ui).
 
 Nothing here reaches the internet. Every provider is served by a local emulator
 (finops.demo.emulators) and read by its real source code through Airflow connections:
@@ -33,6 +39,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from finops.demo.cur_generator import TEAMS, Spike
 from finops.demo.stages import StageResult
 from finops.demo.ui import DEMO_UI_PASSWORD, DEMO_UI_USER
 from finops.orchestration.periods import period_of, shift
@@ -42,18 +49,9 @@ log = logging.getLogger(__name__)
 PROVIDERS = ("aws", "gcp", "azure", "lambda")
 GCP_DAYS = 2  # small non-AWS samples keep `make demo` short
 AZURE_DAYS = 3
-UI_HINT = "make ui"
-
-
-def _demo_spike() -> Any:
-    """The last month's anomaly: team ml-prod's on-demand p5.48xlarge hours of the month all land
-    on its last day (a training fleet left running), about $9k on a $9k day at the default size."""
-    from finops.demo.cur_generator import TEAMS, Spike
-
-    return Spike(kind="p5_od", account=None, share=1.0, day=-1, team=TEAMS.index("ml-prod"))
-
-
-DEMO_SPIKE = _demo_spike()
+# The last month's anomaly: team ml-prod's on-demand p5.48xlarge hours of the month all land on
+# its last day (a training fleet left running), about $9k on a $9k day at the default size.
+DEMO_SPIKE = Spike(kind="p5_od", account=None, share=1.0, day=-1, team=TEAMS.index("ml-prod"))
 
 
 def _free_port() -> int:
@@ -486,7 +484,7 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
     total = time.perf_counter() - t0
     print(f"""
 == 7. How to look at it ==
-  The FinOps view on this warehouse, inside the Airflow UI:  {UI_HINT}
+  The FinOps view on this warehouse, inside the Airflow UI:  make ui
     (starts `airflow api-server` on http://127.0.0.1:8080 with FINOPS_HOME={home};
      log in as {DEMO_UI_USER} / {DEMO_UI_PASSWORD}, then Browse -> FinOps, or open /finops/ directly)
   warehouse (DuckDB):   {home / 'warehouse.duckdb'}   query it: .venv/bin/python -c "import duckdb; print(duckdb.connect('{home / 'warehouse.duckdb'}', read_only=True).sql('FROM focus_costs LIMIT 5'))"

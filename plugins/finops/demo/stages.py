@@ -352,11 +352,11 @@ def benchmark(out: Path) -> StageResult:
                 "region": region,
                 "instance_type": itype,
                 "pricing_model": "ondemand",
-                "gpu_model": f"CPU stand-in: {doc['device'].get('name')}",
                 "gpu_count": 1,
             }
             # The CPU's figures stand in for the instance's GPU (finops_gpu_benchmark measures the
-            # GPU itself): the row says so in gpu_model, and a real run replaces it (newest wins).
+            # GPU itself): the stored run keeps the device the document names (the CPU, profile
+            # "cpu"), and a real run of that instance type replaces it (the newest figures win).
             store.store_result(wh, bench_run_id="demo-cpu", dag_run_id=None, target=target, doc=doc)
             rows = [
                 r
