@@ -41,8 +41,9 @@ class HttpClient(http_client.HttpClient):
         sleep: Callable[[float], None] = time.sleep,
         session: requests.Session | None = None,
     ):
-        super().__init__(settings=settings or HttpSettings(), headers=headers, auth=auth, sleep=sleep,
-                         session=session)
+        super().__init__(
+            settings=settings or HttpSettings(), headers=headers, auth=auth, sleep=sleep, session=session
+        )
 
     def get_json(self, url: str, params: Mapping[str, Any] | None = None) -> Any:
         return self.get(url, params=params)
