@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from finops.jobs.checkpoint import COMMIT, STATE, Checkpointer, checkpoint_dir
+from finops.jobs.checkpoint import COMMIT, STATE, Checkpointer, checkpoint_dir, newest_complete_step
 from finops.jobs.stores import LocalStore, S3Store, open_store
 
 
@@ -131,7 +131,7 @@ def test_partial_or_corrupt_newest_checkpoint_is_skipped(tmp_path, damage):
     model, opt, _ = _model()
     resumed = Checkpointer("/unused", model, opt, store=store).restore()
     assert resumed is not None and resumed.step == 2
-    assert ck.newest_step() == 2
+    assert ck.newest_step() == 2 and newest_complete_step(store) == 2
 
 
 def test_no_checkpoint_is_a_fresh_start(tmp_path):

@@ -213,28 +213,13 @@ class Checkpointer:
 
     def complete_steps(self) -> list[int]:
         """Steps that have a commit marker, oldest first (the data is verified on load)."""
-        steps = set()
-        for name in self.store.list():
-            head, _, tail = name.partition("/")
-            m = _DIR.match(head)
-            if m and tail == COMMIT:
-                steps.add(int(m.group(1)))
-        return sorted(steps)
+        return committed_steps(self.store)
 
     def _load(self, step: int) -> dict[str, Any] | None:
         import torch
 
-        d = checkpoint_dir(step)
-        raw = self.store.get(f"{d}/{COMMIT}")
-        try:
-            commit = json.loads(raw or b"")
-            want = commit["files"][STATE]
-            if commit["format"] != FORMAT or commit["step"] != step:
-                return None
-        except (ValueError, KeyError, TypeError):
-            return None
-        blob = self.store.get(f"{d}/{STATE}")
-        if blob is None or len(blob) != want["bytes"] or hashlib.sha256(blob).hexdigest() != want["sha256"]:
+        blob = verified_state(self.store, step)
+        if blob is None:
             return None
         try:
             return torch.load(io.BytesIO(blob), weights_only=True, map_location="cpu")
@@ -265,3 +250,43 @@ class Checkpointer:
             if self._load(step) is not None:
                 return step
         return None
+
+
+# -- reading a store without torch (the orchestrator side) -----------------------------------
+
+
+def committed_steps(store: Store) -> list[int]:
+    """Steps that have a commit marker, oldest first."""
+    steps = set()
+    for name in store.list():
+        head, _, tail = name.partition("/")
+        m = _DIR.match(head)
+        if m and tail == COMMIT:
+            steps.add(int(m.group(1)))
+    return sorted(steps)
+
+
+def verified_state(store: Store, step: int) -> bytes | None:
+    """state.pt of a step when its commit marker is valid and the bytes match it, else None."""
+    d = checkpoint_dir(step)
+    try:
+        commit = json.loads(store.get(f"{d}/{COMMIT}") or b"")
+        want = commit["files"][STATE]
+        if commit["format"] != FORMAT or commit["step"] != step:
+            return None
+        size, digest = int(want["bytes"]), str(want["sha256"])
+    except (ValueError, KeyError, TypeError):
+        return None
+    blob = store.get(f"{d}/{STATE}")
+    if blob is None or len(blob) != size or hashlib.sha256(blob).hexdigest() != digest:
+        return None
+    return blob
+
+
+def newest_complete_step(store: Store) -> int | None:
+    """Progress as the orchestrator sees it: the newest step a resume would start from (hash
+    checked, not unpickled, so no torch is needed where this runs)."""
+    for step in reversed(committed_steps(store)):
+        if verified_state(store, step) is not None:
+            return step
+    return None

@@ -152,7 +152,8 @@ def _checkpoint_interval_h(spec: JobSpec, step_ms: float, gpu_count: int) -> flo
     return min(every)
 
 
-def _money(price: Decimal, hours: float) -> Decimal:
+def cost_of(price: Decimal, hours: float) -> Decimal:
+    """Dollars for `hours` at `price` per hour, to 1/100 of a cent (estimates, not invoices)."""
     return (Decimal(str(price)) * Decimal(repr(hours))).quantize(_CENT, ROUND_HALF_UP)
 
 
@@ -206,7 +207,7 @@ def _evaluate(
         ev.why = ranked.note
         return ev
     ev.hours = ranked.expected_hours
-    ev.cost = _money(cand.price_per_hour, ranked.expected_hours)
+    ev.cost = cost_of(cand.price_per_hour, ranked.expected_hours)
     ev.finish = now + timedelta(hours=ranked.expected_hours)
     spot = cand.pricing_model == "spot"
     if spot and state.spot_preemptions >= spec.max_spot_preemptions:
