@@ -74,3 +74,31 @@ def test_a_crash_is_not_retried_and_leaves_no_process(tmp_path):
     run = run_job(spec, [ONDEMAND], LocalProvider(tmp_path / "work"))
     assert run.outcome == "failed" and [a.outcome for a in run.attempts] == ["failed"]
     assert run.attempts[0].exit_code == 3 and run.attempts[0].steps_at_end == 0
+
+
+def test_budget_cap_stops_the_loop_after_a_preempted_attempt(tmp_path):
+    """A spot attempt reclaimed at boot, before any checkpoint: no progress, and at $36,000/h
+    its ~0.3 s already spend the $1 cap, so the re-plan stops the job instead of relaunching."""
+    pricey = Candidate("local", "here", "cpu-box", "spot", Decimal("36000"), 1, "CPU", 8, {"fp32": 1.0}, 0.0)
+    spec = parse_job_spec(
+        {
+            "name": "capped",
+            "team": "ml",
+            "project": "p",
+            "steps": 5,
+            "budget_usd": "1",
+            "run": {"command": ["python3", "-c", "import time; time.sleep(60)"]},
+            "step_profile": {"measured": [{"gpu_model": "CPU", "precision": "fp32", "step_ms": 1}]},
+            "checkpoint_uri": str(tmp_path / "ckpt"),
+        }
+    )
+    started = []
+
+    def preempter(attempt, inst):
+        started.append(inst.proc.pid)
+        return 0.0 if len(started) > 3 else None  # a hard kill, a few polls after launch
+
+    run = run_job(spec, [pricey], LocalProvider(tmp_path / "work"), preempter, poll_s=0.1)
+    assert [a.outcome for a in run.attempts] == ["preempted"] and run.attempts[0].exit_code == -9
+    assert run.attempts[0].steps_at_end == 0 and run.attempts[0].estimated_cost >= Decimal("1")
+    assert run.outcome == "stopped" and "budget cap $1 reached" in run.decisions[-1].reason

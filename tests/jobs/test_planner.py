@@ -191,3 +191,18 @@ def test_deadline_at_risk_uses_the_observed_step_time():
     assert deadline_at_risk(spec, NOW, 18_000, 250.0)
     assert deadline_at_risk(spec, NOW, 18_000, 150.0, restart_overhead_h=0.3)
     assert not deadline_at_risk(_spec(), NOW, 0, 1e9)
+
+
+def test_orchestrator_side_modules_import_no_airflow_torch_or_cloud_sdk():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, finops.jobs.spec, finops.jobs.planner, finops.jobs.local, finops.jobs.stores, "
+        "finops.jobs.checkpoint; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'airflow', 'torch', 'boto3', 'numpy'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
