@@ -11,6 +11,8 @@ import signal
 import pytest
 import torch
 
+pytestmark = pytest.mark.slow  # several child processes
+
 STEPS = 40
 
 
