@@ -23,8 +23,12 @@ $(STAMP): requirements.lock pyproject.toml
 	@$(BIN)/python -c "import torch" 2>/dev/null || { echo "error: torch==2.13.0 did not install: this setup takes the CPU wheel from pip's local find-links; without one, pip would fetch a multi-GB CUDA build from PyPI (pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu needs the internet)"; exit 1; }
 	@touch $(STAMP)
 
+# requirements.lock: dev + test (make setup / make test). requirements-runtime.lock: what the
+# Docker image installs, the runtime closure only (core + celery + fab), pinned to the dev
+# lock's versions (-c) so what the tests ran against is what production runs.
 lock:
-	$(BIN)/uv pip compile pyproject.toml --extra dev --extra celery -q -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra dev --extra celery --extra fab -q -o requirements.lock
+	$(BIN)/uv pip compile pyproject.toml --extra celery --extra fab -c requirements.lock -q -o requirements-runtime.lock
 
 services:
 	@bash scripts/ensure_services.sh

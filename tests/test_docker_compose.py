@@ -3,13 +3,24 @@ topology, and that everything it refers to exists in the repo."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
+import re
 from pathlib import Path
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TOPOLOGY = {"postgres", "redis", "airflow-apiserver", "airflow-scheduler", "airflow-dag-processor",
-            "airflow-triggerer", "airflow-worker", "airflow-init"}
+TOPOLOGY = {
+    "postgres",
+    "redis",
+    "airflow-apiserver",
+    "airflow-scheduler",
+    "airflow-dag-processor",
+    "airflow-triggerer",
+    "airflow-worker",
+    "airflow-init",
+}
 
 
 def _compose() -> dict:
@@ -66,3 +77,57 @@ def test_pools_created_match_the_pools_the_dags_use():
     for var, pool in env.items():
         if var.startswith(("FINOPS_BILLING_POOL", "FINOPS_PRICES_POOL")):
             assert f"airflow pools set {pool} " in init, f"{var}={pool} is never created"
+
+
+# Secrets every Airflow component needs: compose must stop with a message when one is missing
+# (`${VAR:?message}`), never start with an empty or well-known default.
+REQUIRED_SECRETS = {
+    "AIRFLOW__CORE__FERNET_KEY": "AIRFLOW_FERNET_KEY",
+    "AIRFLOW__API_AUTH__JWT_SECRET": "AIRFLOW_JWT_SECRET",
+}
+_REQUIRED = re.compile(r"^\$\{(?P<var>[A-Z0-9_]+):\?(?P<msg>[^}]+)\}$")
+_REFERENCE = re.compile(r"(?<!\$)\$\{(?P<var>[A-Z0-9_]+)(?P<op>:?[-?+])?(?P<arg>[^}]*)\}")
+
+
+def _airflow_services(c: dict) -> dict:
+    return {n: s for n, s in c["services"].items() if s.get("build") == "."}
+
+
+def test_secrets_are_required_in_every_airflow_service():
+    c = _compose()
+    for name, svc in _airflow_services(c).items():
+        env = svc["environment"]
+        for key, var in REQUIRED_SECRETS.items():
+            m = _REQUIRED.match(str(env.get(key, "")))
+            assert m and m["var"] == var, f"{name}: {key}={env.get(key)!r} is not ${{{var}:?...}}"
+            assert "docs/deploy.md" in m["msg"], f"{name}: {key}: the message should say where to look"
+
+
+def test_no_secret_has_a_default():
+    """A `${VAR:-x}` or `${VAR-x}` on a key, secret, password or token would start the stack with
+    a value anyone can read here. `$${VAR}` is the shell's, not compose's."""
+    text = (REPO / "docker-compose.yaml").read_text()
+    assert "change-me" not in text
+    for m in _REFERENCE.finditer(text):
+        if any(w in m["var"] for w in ("KEY", "SECRET", "PASSWORD", "TOKEN")):
+            assert m["op"] == ":?", f"{m[0]}: a secret must be required, not defaulted"
+
+
+def test_auth_manager_is_fab_with_a_required_admin_password():
+    c = _compose()
+    for name, svc in _airflow_services(c).items():
+        path = svc["environment"]["AIRFLOW__CORE__AUTH_MANAGER"]
+        assert path == "airflow.providers.fab.auth_manager.fab_auth_manager.FabAuthManager", name
+    # The class path names a class of the installed (locked) FAB provider; read, not imported
+    # (importing Flask-AppBuilder costs seconds and proves nothing more about the path).
+    module, _, cls = path.rpartition(".")
+    dist = importlib.metadata.distribution("apache-airflow-providers-fab")  # the `fab` extra
+    source = Path(str(dist.locate_file(module.replace(".", "/") + ".py")))
+    tree = ast.parse(source.read_text())
+    assert cls in {n.name for n in tree.body if isinstance(n, ast.ClassDef)}, f"{module} has no {cls}"
+    init = c["services"]["airflow-init"]
+    m = _REQUIRED.match(init["environment"]["_AIRFLOW_WWW_USER_PASSWORD"])
+    assert m and m["var"] == "AIRFLOW_ADMIN_PASSWORD"
+    script = "\n".join(init["command"])
+    assert "airflow users create --role Admin" in script
+    assert script.index("airflow db migrate") < script.index("airflow users create")
