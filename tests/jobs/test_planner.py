@@ -16,6 +16,7 @@ from decimal import Decimal
 
 from finops.jobs.planner import Candidate, JobState, deadline_at_risk, plan
 from finops.jobs.spec import parse_job_spec
+from tests.fixtures.jobs import job_spec_data
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 A100_OD = Candidate(
@@ -39,22 +40,8 @@ ALL = [A100_OD, A100_SPOT, L4_OD]
 
 
 def _spec(**over):
-    data = {
-        "name": "job",
-        "team": "ml",
-        "project": "p",
-        "run": {"module": "train"},
-        "steps": 36_000,
-        "step_profile": {"benchmark": "cuda-full"},
-        "min_gpu_memory_gib": 40,
-        "min_gpu_memory_gib_amp": 20,
-        "precisions": ["fp32", "amp_bf16"],
-        "checkpoint_uri": "/tmp/ckpt",
-        "checkpoint_every_minutes": 36,
-        "max_spot_preemptions": 2,
-    }
-    data.update(over)
-    return parse_job_spec(data)
+    base = {"min_gpu_memory_gib": 40, "min_gpu_memory_gib_amp": 20, "max_spot_preemptions": 2}
+    return parse_job_spec(job_spec_data(**{**base, **over}))
 
 
 def _row(decision, label, precision):
