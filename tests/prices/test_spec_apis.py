@@ -235,3 +235,15 @@ def test_azure_sign_in_failure_falls_back_and_a_missing_connection_is_named(
     out = jobs.run_azure(job, unknown, wh_factory)
     assert out["instance_catalog"] > 0 and out["availability"] == 0  # the static table answered
     assert not any("/skus" in r for r in prices_specs.requests)  # no call went out without a token
+
+
+def test_a_gpu_family_size_without_a_count_is_drift_not_dropped():
+    sku = {
+        "resourceType": "virtualMachines",
+        "name": "Standard_ND192isr_MI300X_v6",
+        "family": "standardNDISv5MI300XFamily",
+        "capabilities": [{"name": "vCPUs", "value": "192"}, {"name": "MemoryGB", "value": "3700"}],
+    }
+    entry = azure_skus.parse_sku(sku)
+    assert entry is not None and entry.gpu_model == "MI300X" and entry.gpu_count is None and entry.is_drift
+    assert azure_skus.parse_sku({**sku, "family": "standardDSv5Family", "name": "Standard_D4s_v5"}) is None

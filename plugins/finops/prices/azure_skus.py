@@ -91,7 +91,8 @@ def _num(value: str | None) -> float | None:
 
 
 def parse_sku(sku: dict[str, Any]) -> CatalogEntry | None:
-    """A virtualMachines SKU -> its catalog entry; None for sizes without a GPU."""
+    """A virtualMachines SKU -> its catalog entry; None for sizes without a GPU (neither a
+    `GPUs` capability nor a GPU family)."""
     name, family = sku.get("name"), str(sku.get("family") or "")[:100]
     if sku.get("resourceType") != "virtualMachines" or not isinstance(name, str) or not _SIZE.match(name):
         return None
@@ -100,10 +101,9 @@ def parse_sku(sku: dict[str, Any]) -> CatalogEntry | None:
     model = azure_family_gpu(family) or gpu_from_instance_name("azure", name)
     count = int(gpus) if gpus else None
     if count is None and model:
+        # the SKU says no GPU count: the table's, else kept without one (a drift entry, not dropped)
         count = AZURE_MISSING_GPU_COUNT.get(name.casefold())
-        if count is None:
-            return None  # a GPU family's size without GPUs (or not one we can count): not a GPU VM
-    if not count:
+    elif not count:
         return None
     vcpus, mem = _num(caps.get("vCPUs")), _num(caps.get("MemoryGB"))
     entry = CatalogEntry(
@@ -118,7 +118,7 @@ def parse_sku(sku: dict[str, Any]) -> CatalogEntry | None:
         gpu_name=family or None,
     )
     done = complete(entry)
-    if caps.get("GPUs") is None:  # the count itself came from the static table
+    if caps.get("GPUs") is None and count is not None:  # the count itself came from the static table
         done = replace(done, source="api+static")
     return done
 

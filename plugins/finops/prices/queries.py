@@ -200,11 +200,14 @@ class DriftEntry:
 
 
 def catalog_drift(wh: Warehouse, provider: str | None = None) -> list[DriftEntry]:
-    """Instance types a spec API lists with a GPU that no rule classifies (gpu_model unknown):
-    they are in the catalog, unpriced per GPU, until gpu_models learns the name."""
+    """Instance types a spec API lists with a GPU that no rule classifies (gpu_model unknown),
+    or with a GPU model but no count: they are in the catalog, unpriced per GPU, until
+    gpu_models learns the name (or the count)."""
     rows = wh.query(
         """SELECT provider, instance_type, gpu_name, gpu_count, source, updated_at FROM instance_catalog
-           WHERE gpu_model IS NULL AND (gpu_count > 0 OR gpu_name IS NOT NULL)"""
+           WHERE COALESCE(source, '') <> 'static'
+             AND ((gpu_model IS NULL AND (gpu_count > 0 OR gpu_name IS NOT NULL))
+                  OR (gpu_model IS NOT NULL AND gpu_count IS NULL))"""
         + (" AND provider = ?" if provider else "")
         + " ORDER BY provider, instance_type",
         [provider] if provider else [],

@@ -75,8 +75,13 @@ class CatalogEntry:
 
     @property
     def is_drift(self) -> bool:
-        """The API lists a GPU here that the catalog cannot classify."""
-        return self.gpu_model is None and (bool(self.gpu_count) or bool(self.gpu_name))
+        """An API lists a GPU here that the catalog cannot classify (model unknown), or a GPU
+        model without a count (a GPU family's size the API gives no `GPUs` for)."""
+        if self.source == "static":
+            return False
+        return (self.gpu_model is None and (bool(self.gpu_count) or bool(self.gpu_name))) or (
+            self.gpu_model is not None and self.gpu_count is None
+        )
 
 
 @dataclass(frozen=True)
