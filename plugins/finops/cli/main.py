@@ -1,4 +1,5 @@
-"""`finops` console script: `finops export focus ...`, `finops demo`, `finops migrate`."""
+"""`finops` console script: `finops export focus ...`, `finops demo`, `finops migrate [--sql]`,
+`finops --version`."""
 
 from __future__ import annotations
 
@@ -34,7 +35,11 @@ def _duckdb_path() -> Path:
 
 
 def _warehouse_name(conn_id: str | None, schema: str) -> str:
-    return f"PostgreSQL warehouse (connection {conn_id!r}, schema {schema!r})" if conn_id else str(_duckdb_path())
+    return (
+        f"PostgreSQL warehouse (connection {conn_id!r}, schema {schema!r})"
+        if conn_id
+        else str(_duckdb_path())
+    )
 
 
 def _pg_schema_exists(conn_id: str, schema: str) -> bool:
@@ -60,11 +65,15 @@ def _open_for_export() -> tuple[Warehouse, str]:
     conn_id, schema = cfg.warehouse.conn_id, cfg.warehouse.schema_
     name = _warehouse_name(conn_id, schema)
     if not conn_id and not _duckdb_path().exists():
-        raise CliError(f"no warehouse at {name}: set FINOPS_HOME to the folder holding warehouse.duckdb "
-                       f"(or warehouse.conn_id in {config_path()}); `finops demo` or a billing DAG creates one")
+        raise CliError(
+            f"no warehouse at {name}: set FINOPS_HOME to the folder holding warehouse.duckdb "
+            f"(or warehouse.conn_id in {config_path()}); `finops demo` or a billing DAG creates one"
+        )
     if conn_id and not _pg_schema_exists(conn_id, schema):
-        raise CliError(f"no warehouse at {name}: schema {schema!r} does not exist "
-                       f"(check warehouse.schema in {config_path()})")
+        raise CliError(
+            f"no warehouse at {name}: schema {schema!r} does not exist "
+            f"(check warehouse.schema in {config_path()})"
+        )
     if conn_id:
         wh = connect(cfg, migrate=False)  # a read: never create tables in someone's schema
     else:  # read-only: works in a read-only FINOPS_HOME, beside other readers, and writes nothing there
@@ -73,7 +82,9 @@ def _open_for_export() -> tuple[Warehouse, str]:
         wh = DuckDBWarehouse(_duckdb_path(), read_only=True)
     if not wh.table_exists("focus_costs"):
         wh.close()
-        raise CliError(f"{name} has no focus_costs table: nothing loaded yet (run a billing DAG or `finops migrate`)")
+        raise CliError(
+            f"{name} has no focus_costs table: nothing loaded yet (run a billing DAG or `finops migrate`)"
+        )
     return wh, name
 
 
@@ -96,6 +107,16 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    if args.sql:  # print, connect to nothing
+        from finops.cli.migrate_sql import migration_script
+
+        schema = args.schema
+        if schema is None:
+            from finops.config import get_config
+
+            schema = get_config().warehouse.schema_
+        print(migration_script(args.dialect, schema, args.since))
+        return 0
     from finops.warehouse import connect
 
     wh = connect(migrate=False)
@@ -113,9 +134,22 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(months=args.months, rows_per_month=args.rows)
 
 
+def _version() -> str:
+    """The installed distribution's version (what pip and the image report), else the package's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("airflow-finops")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        from finops import __version__
+
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="finops", description="airflow-finops command line")
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = p.add_subparsers(dest="cmd", required=True)
 
     exp = sub.add_parser("export", help="export warehouse data")
@@ -127,10 +161,28 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=_export)
 
     m = sub.add_parser("migrate", help="apply warehouse migrations")
+    m.add_argument(
+        "--sql",
+        action="store_true",
+        help="print the DDL script for a DBA to review and apply, instead of applying it",
+    )
+    m.add_argument(
+        "--dialect", choices=("postgres", "duckdb"), default="postgres", help="with --sql (default postgres)"
+    )
+    m.add_argument("--schema", default=None, help="with --sql: PostgreSQL schema (default: warehouse.schema)")
+    m.add_argument(
+        "--since",
+        type=int,
+        default=0,
+        metavar="VERSION",
+        help="with --sql: only migrations newer than this (SELECT max(version) FROM schema_migrations)",
+    )
     m.set_defaults(func=_migrate)
 
     d = sub.add_parser("demo", help="run the end-to-end demo on bundled data and local emulators")
-    d.add_argument("--months", type=_positive_int, default=3, help="closed months before this one (default 3)")
+    d.add_argument(
+        "--months", type=_positive_int, default=3, help="closed months before this one (default 3)"
+    )
     d.add_argument("--rows", type=_positive_int, default=20_000, help="CUR rows per month (default 20000)")
     d.set_defaults(func=_demo)
     return p
@@ -138,7 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(message)s"
+    )
     try:
         return args.func(args)
     except Exception as e:  # noqa: BLE001 - a CLI prints the reason, not a traceback
