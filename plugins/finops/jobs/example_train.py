@@ -35,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from finops.jobs.checkpoint import Checkpointer
+    from finops.jobs.notices import check_for, watch
     from finops.jobs.stores import LocalStore
 
     torch.set_num_threads(1)  # the same reduction order in every process: exact resume
@@ -55,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         a.checkpoint_uri, model, opt, scaler, every_steps=a.every_steps, every_minutes=a.every_minutes
     )
     ckpt.install_sigterm()
+    notice = check_for(os.environ.get("FINOPS_PROVIDER", "local"))
+    if notice is not None:  # on a cloud instance: the metadata service's notice saves early too
+        watch(ckpt.request_stop, notice)
     resumed = ckpt.restore()
     step = resumed.step if resumed else 0
     print(f"start step={step} resumed={resumed is not None}", flush=True)

@@ -89,7 +89,12 @@ class LocalProvider:
     def launch(self, spec: JobSpec, attempt: int, precision: str) -> LocalInstance:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         log = self.work_dir / f"{spec.name}-attempt-{attempt}.log"
-        env = {**os.environ, **self.extra_env, **job_env(spec, attempt, precision)}
+        env = {
+            **os.environ,
+            **self.extra_env,
+            **job_env(spec, attempt, precision),
+            "FINOPS_PROVIDER": "local",
+        }
         with log.open("wb") as out:
             proc = subprocess.Popen(job_argv(spec), stdout=out, stderr=subprocess.STDOUT, env=env)
         return LocalInstance(proc, log)
