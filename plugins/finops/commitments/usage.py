@@ -1,0 +1,176 @@
+"""Commitment coverage and utilisation from FOCUS Usage rows (pure: no warehouse, no cloud).
+
+Definitions (docs/commitments.md says the same with examples):
+- covered: a Usage row with CommitmentDiscountStatus 'Used' (AWS SP covered usage and its
+  negation, RI discounted usage, Azure reservation / savings-plan usage, GCP CUD-covered usage).
+- eligible on-demand: a Usage row at PricingCategory 'Standard' with an instance type
+  (x_instance_type), of a (provider, ServiceName) that has covered usage in the same input.
+  Spot ('Dynamic') and instance-less usage (storage, egress) are not eligible.
+- coverage = covered ListCost / (covered ListCost + eligible ListCost): both sides at the
+  on-demand price, as AWS's coverage report. ListCost is 0 on AWS negation rows, so covered
+  usage counts once.
+- used commitment = EffectiveCost of covered rows; unused = EffectiveCost of 'Unused' rows;
+  utilisation = used / (used + unused), only for providers whose export carries unused
+  commitment (AWS, Azure amortised): GCP's billing export has no unused rows, so None there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import date
+from decimal import Decimal
+from typing import Literal
+
+from finops.commitments.family import instance_family
+
+Grain = Literal["day", "month"]
+# providers whose FOCUS rows carry CommitmentDiscountStatus 'Unused' (finops.focus.aws_cur,
+# finops.focus.azure_cost amortised); GCP bills unused CUD only inside its fee, per project.
+UNUSED_REPORTED = frozenset({"aws", "azure"})
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True)
+class CommitmentLine:
+    """One aggregated group of FOCUS Usage rows (see finops.commitments.query)."""
+
+    provider: str
+    account: str
+    currency: str
+    day: date
+    service_name: str
+    instance_type: str | None
+    pricing_category: str | None
+    status: str | None  # CommitmentDiscountStatus: 'Used' | 'Unused' | None
+    commitment_id: str | None
+    commitment_type: str | None
+    unit: str | None  # CommitmentDiscountUnit
+    effective_cost: Decimal
+    list_cost: Decimal
+    quantity: Decimal | None  # CommitmentDiscountQuantity
+
+
+@dataclass
+class Utilisation:
+    """One commitment over one day or month."""
+
+    provider: str
+    commitment_id: str
+    commitment_type: str | None
+    currency: str
+    period: str  # YYYY-MM-DD or YYYY-MM
+    used_cost: Decimal = ZERO
+    unused_cost: Decimal = ZERO
+    used_quantity: Decimal = ZERO
+    unused_quantity: Decimal = ZERO
+    units: set[str] = field(default_factory=set)
+
+    @property
+    def total_cost(self) -> Decimal:
+        return self.used_cost + self.unused_cost
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        """used / (used + unused) in money; None where the provider reports no unused rows."""
+        if self.provider not in UNUSED_REPORTED or self.total_cost == 0:
+            return None
+        return self.used_cost / self.total_cost
+
+    @property
+    def quantity_utilisation(self) -> Decimal | None:
+        """Same in the commitment's own unit (RI hours, SP dollars); None if units differ."""
+        total = self.used_quantity + self.unused_quantity
+        if self.provider not in UNUSED_REPORTED or len(self.units) != 1 or total == 0:
+            return None
+        return self.used_quantity / total
+
+
+@dataclass
+class Coverage:
+    """Covered vs on-demand-eligible spend of one group (provider/account/family/period)."""
+
+    provider: str
+    account: str | None
+    family: str | None
+    currency: str
+    period: str
+    covered_list: Decimal = ZERO
+    covered_effective: Decimal = ZERO
+    eligible_list: Decimal = ZERO
+    eligible_effective: Decimal = ZERO
+    unused_cost: Decimal = ZERO
+
+    @property
+    def coverage(self) -> Decimal | None:
+        """covered / (covered + eligible), both at on-demand (list) price; None if neither."""
+        total = self.covered_list + self.eligible_list
+        return None if total == 0 else self.covered_list / total
+
+
+def _period(d: date, grain: Grain) -> str:
+    if grain not in ("day", "month"):
+        raise ValueError(f"commitments grain {grain!r}: use 'day' or 'month'")
+    return d.isoformat() if grain == "day" else f"{d:%Y-%m}"
+
+
+def utilisation(lines: Iterable[CommitmentLine], grain: Grain = "month") -> list[Utilisation]:
+    """Per commitment and period: used / unused commitment (money and quantity)."""
+    out: dict[tuple, Utilisation] = {}
+    for ln in lines:
+        if ln.commitment_id is None or ln.status not in ("Used", "Unused"):
+            continue
+        key = (ln.provider, ln.commitment_id, ln.currency, _period(ln.day, grain))
+        u = out.get(key)
+        if u is None:
+            u = out[key] = Utilisation(ln.provider, ln.commitment_id, ln.commitment_type, ln.currency, key[3])
+        u.commitment_type = u.commitment_type or ln.commitment_type
+        qty = ln.quantity or ZERO
+        if ln.status == "Used":
+            u.used_cost += ln.effective_cost
+            u.used_quantity += qty
+        else:
+            u.unused_cost += ln.effective_cost
+            u.unused_quantity += qty
+        if ln.unit and ln.quantity is not None:
+            u.units.add(ln.unit)
+    return sorted(out.values(), key=lambda u: (u.provider, u.commitment_id, u.period))
+
+
+def coverage(
+    lines: Iterable[CommitmentLine],
+    grain: Grain = "month",
+    *,
+    by_account: bool = True,
+    by_family: bool = True,
+) -> list[Coverage]:
+    """Covered vs eligible on-demand spend per provider (and account, family) and period.
+
+    Unused commitment has no instance behind it: its cost lands in the family-less group
+    (family None) of the commitment owner's account."""
+    lines = list(lines)
+    covered_services = {(ln.provider, ln.service_name) for ln in lines if ln.status == "Used"}
+    out: dict[tuple, Coverage] = {}
+    for ln in lines:
+        eligible = (
+            ln.status is None
+            and ln.pricing_category == "Standard"
+            and bool(ln.instance_type)
+            and (ln.provider, ln.service_name) in covered_services
+        )
+        if not eligible and ln.status not in ("Used", "Unused"):
+            continue
+        fam = instance_family(ln.provider, ln.instance_type) if by_family and ln.status != "Unused" else None
+        key = (ln.provider, ln.account if by_account else None, fam, ln.currency, _period(ln.day, grain))
+        c = out.get(key)
+        if c is None:
+            c = out[key] = Coverage(*key)
+        if ln.status == "Used":
+            c.covered_list += ln.list_cost
+            c.covered_effective += ln.effective_cost
+        elif ln.status == "Unused":
+            c.unused_cost += ln.effective_cost
+        else:
+            c.eligible_list += ln.list_cost
+            c.eligible_effective += ln.effective_cost
+    return sorted(out.values(), key=lambda c: (c.provider, c.account or "", c.family or "", c.period))
