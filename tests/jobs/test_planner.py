@@ -14,6 +14,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
+import pytest
+
 from finops.jobs.planner import Candidate, JobState, deadline_at_risk, plan
 from finops.jobs.spec import parse_job_spec
 from tests.fixtures.jobs import job_spec_data
@@ -193,3 +195,8 @@ def test_orchestrator_side_modules_import_no_airflow_torch_or_cloud_sdk():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_naive_now_is_refused():
+    with pytest.raises(ValueError, match="timezone-aware"):
+        plan(_spec(), ALL, NOW.replace(tzinfo=None))

@@ -25,8 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--checkpoint-uri", default=env_uri, required=env_uri is None)
     p.add_argument("--steps", type=int, default=int(os.environ.get("FINOPS_STEPS", "40")))
     p.add_argument("--seed", type=int, default=1234)
-    p.add_argument("--every-steps", type=int, default=5)
-    p.add_argument("--every-minutes", type=float, default=None)
+    p.add_argument(
+        "--every-steps", type=int, default=int(os.environ.get("FINOPS_CHECKPOINT_EVERY_STEPS") or 5)
+    )
+    p.add_argument(
+        "--every-minutes", type=float, default=float(os.environ.get("FINOPS_CHECKPOINT_EVERY_MINUTES") or 0)
+    )
     p.add_argument("--step-sleep", type=float, default=0.0, help="seconds per step, to stretch a test run")
     p.add_argument("--out", default=None, help="write the final weights here (torch.save)")
     a = p.parse_args(argv)

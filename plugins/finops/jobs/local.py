@@ -61,6 +61,9 @@ def job_env(spec: JobSpec, attempt: int, precision: str) -> dict[str, str]:
         "FINOPS_CHECKPOINT_URI": spec.checkpoint_uri,
         "FINOPS_STEPS": str(spec.steps),
         "FINOPS_PRECISION": precision,
+        # the cadence the planner's interruption losses assume; the job's Checkpointer follows it
+        "FINOPS_CHECKPOINT_EVERY_STEPS": str(spec.checkpoint_every_steps or ""),
+        "FINOPS_CHECKPOINT_EVERY_MINUTES": str(spec.checkpoint_every_minutes or ""),
     }
 
 

@@ -249,6 +249,8 @@ def plan(
     settings: PlanSettings | None = None,
 ) -> Decision:
     """Decide where the job's remaining steps run (or that it waits / stops), with the table."""
+    if now.tzinfo is None:
+        raise ValueError("plan(): `now` must be timezone-aware (deadlines are)")
     state = state or JobState()
     settings = settings or PlanSettings()
     remaining = spec.steps - state.steps_done
