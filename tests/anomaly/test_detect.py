@@ -191,3 +191,14 @@ def test_any_shape_from_empty_to_one_day():
         d = detect(np.full(shape, 100.0))
         assert d.flags.shape == d.expected.shape == d.direction.shape == shape and not d.flags.any()
     assert detect(np.full(30, 100.0)).flags.shape == (1, 30)  # one series as a 1-d array
+
+
+def test_a_holiday_on_a_small_monitor_is_not_an_outage():
+    """Six accounts, four of them idle on the same two days: a holiday, even on a small
+    monitor; one account alone falling the same way is an outage."""
+    x = np.vstack([weekly(days=160, noise=0.04) for _ in range(6)])
+    x[:4, 140:142] *= 0.2
+    x[5, 120:122] *= 0.2
+    d = detect(x)
+    assert not d.flags[:5].any()
+    assert runs(d.flags[5]) == [(120, 121)]

@@ -49,7 +49,7 @@ MIN_SIGMA = 0.02  # log units: a flat series still needs a ~2 % move per sigma
 MAD_K = 1.4826
 NORMAL_EXCEED = 0.00135  # P(z < -3) = P(z > 3) for normal noise
 TAIL_LAMBDA = 0.01  # the exceedance rate forgets over ~100 days
-COMMON_MIN_SERIES = 20
+COMMON_MIN_SERIES = 5  # a monitor of 5 series where 3 fell on the same day: a holiday
 COMMON_SHARE = 0.02
 COMMON_MIN_FELL = 3  # and at least this many series: one outage is not a holiday
 FELL = float(np.log(2 / 3))  # "fell by a third or more", on the log scale
