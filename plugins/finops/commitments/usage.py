@@ -62,6 +62,7 @@ class Utilisation:
     period: str  # YYYY-MM-DD or YYYY-MM
     used_cost: Decimal = ZERO
     unused_cost: Decimal = ZERO
+    covered_list: Decimal = ZERO  # on-demand (list) value of the usage it covered
     used_quantity: Decimal = ZERO
     unused_quantity: Decimal = ZERO
     units: set[str] = field(default_factory=set)
@@ -128,6 +129,7 @@ def utilisation(lines: Iterable[CommitmentLine], grain: Grain = "month") -> list
         qty = ln.quantity or ZERO
         if ln.status == "Used":
             u.used_cost += ln.effective_cost
+            u.covered_list += ln.list_cost
             u.used_quantity += qty
         else:
             u.unused_cost += ln.effective_cost
