@@ -18,7 +18,8 @@ from finops.alerts.task_failure import task_failed
     catchup=False,
     max_active_runs=1,
     default_args={"owner": "finops", "on_failure_callback": task_failed, "retries": 2, "retry_delay": timedelta(minutes=5),
-                  "retry_exponential_backoff": True, "max_retry_delay": timedelta(hours=1)},
+                  "retry_exponential_backoff": True, "max_retry_delay": timedelta(hours=1),
+                  "execution_timeout": timedelta(hours=1)},  # every team's report and e-mail
     params={
         "billing_period": Param("", type="string", pattern=r"^$|^\d{4}-(0[1-9]|1[0-2])$", title="Billing period",
                                 description="YYYY-MM; empty = the month before the run date."),

@@ -22,7 +22,9 @@ SHOWBACK = Asset("finops://showback")
     catchup=False,
     max_active_runs=1,
     default_args={"owner": "finops", "on_failure_callback": task_failed, "retries": 3, "retry_delay": timedelta(minutes=1),
-                  "retry_exponential_backoff": True, "max_retry_delay": timedelta(minutes=20)},
+                  "retry_exponential_backoff": True, "max_retry_delay": timedelta(minutes=20),
+                  # every task ends: a run stuck on a warehouse lock must not hold max_active_runs=1
+                  "execution_timeout": timedelta(minutes=15)},
     params={
         "billing_period": Param(
             "", type="string", pattern=r"^$|^\d{4}-(0[1-9]|1[0-2])(,\d{4}-(0[1-9]|1[0-2]))*$",
@@ -43,7 +45,8 @@ def finops_showback():
         today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now(UTC)).date()
         return showback_periods(ctx["params"].get("billing_period"), today)
 
-    @task(max_active_tis_per_dagrun=1)  # one writer at a time on the embedded DuckDB
+    # one writer at a time on the embedded DuckDB; a month of focus_costs rewritten per period
+    @task(max_active_tis_per_dagrun=1, execution_timeout=timedelta(hours=2))
     def allocate(period: str) -> dict:
         from finops.allocation.tasks import run_showback_task
 

@@ -31,6 +31,9 @@ DEFAULT_ARGS: dict[str, Any] = {
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=30),
+    # scoring the lookback (120 days by default) of every monitor; a hung run must not hold
+    # max_active_runs=1 until the next billing event
+    "execution_timeout": timedelta(hours=1),
 }
 
 
