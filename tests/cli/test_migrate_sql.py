@@ -4,6 +4,9 @@ nothing left to apply."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from importlib.metadata import version
 
 import duckdb
@@ -95,3 +98,17 @@ def test_version(capsys):
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.strip() == f"finops {version('airflow-finops')}"
+
+
+def test_a_reader_that_stops_early_is_not_an_error(tmp_path):
+    """`finops migrate --sql | head`: the reader closing the pipe used to end with
+    'finops: error: [Errno 32] Broken pipe' and status 2."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "finops.cli.main", "migrate", "--sql", "--schema", "finops"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "FINOPS_HOME": str(tmp_path)},
+    )
+    proc.stdout.close()  # before the child has written a byte: its first write meets a closed pipe
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == "", err

@@ -195,6 +195,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         return args.func(args)
+    except BrokenPipeError:  # `finops migrate --sql | head`: the reader stopped, nothing failed
+        # Python's documented remedy: point stdout at devnull so the exit-time flush is silent.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:  # noqa: BLE001 - a CLI prints the reason, not a traceback
         if args.verbose:
             raise
