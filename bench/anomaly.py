@@ -4,6 +4,7 @@ anomaly_regimes.py), scored per regime and overall, tuned on half and judged on 
     .venv/bin/python bench/anomaly.py [--series 10000] [--days 365] [--seed 1]
     .venv/bin/python bench/anomaly.py --tune            # grid-tune on each split, judge the other
     .venv/bin/python bench/anomaly.py --lib 40          # + statsforecast MSTL (40 series a regime), AutoETS (10)
+    .venv/bin/python bench/anomaly.py --monitor-size 5  # + monitors of 5 series (detect() on 5 at a time)
 
 Scoring (anomaly_score.py): event level; an alert is a run of flagged days (gaps <= 2 days
 bridged); it is true when it overlaps a labelled window, and each event vouches for one alert.
@@ -143,6 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tune", action="store_true", help="tune on each split, judge on the other")
     ap.add_argument("--tune-series", type=int, default=300, help="series per regime while tuning")
     ap.add_argument("--lib", type=int, default=0, help="series per regime for the statsforecast comparison")
+    ap.add_argument(
+        "--monitor-size",
+        type=int,
+        default=0,
+        help="also score small monitors: each regime's first 200 series, detect() on K at a time",
+    )
     args = ap.parse_args(argv)
     th = Thresholds()
     n_per = max(args.series // len(REGIMES), 1)
@@ -175,6 +182,18 @@ def main(argv: list[str] | None = None) -> int:
         s = total(sc)
         print(
             f"{name:38} overall: alerts {s.alerts} prec {s.precision:.3f} recall {s.recall:.3f} F1 {s.f1:.3f}"
+        )
+
+    if args.monitor_size:
+        k = args.monitor_size
+
+        def in_monitors(ds: Dataset) -> np.ndarray:
+            x = ds.x[:200]
+            return np.vstack([detect(x[j : j + k], th).flags for j in range(0, x.shape[0], k)])
+
+        small = [subset(ds, 200) for ds in datasets]
+        print_table(
+            f"{OURS}, monitors of {k} series (200 series a regime)", score_all(small, in_monitors), SPLIT_B
         )
 
     if args.tune:
