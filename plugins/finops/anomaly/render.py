@@ -9,7 +9,7 @@ from finops.anomaly.state import Anomaly
 
 
 def alert_event(a: Anomaly) -> AlertEvent:
-    pct = "new spend" if not math.isfinite(a.pct) else f"+{a.pct:.0%}"
+    pct = "new spend" if not math.isfinite(a.pct) else f"{a.pct:+.0%}"
     facts: dict[str, object] = {
         "Monitor": f"{a.monitor_type}: {a.monitor_key}",
         "Since": a.start_day.isoformat(),
