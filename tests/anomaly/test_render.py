@@ -36,3 +36,11 @@ def test_outage_reads_minus_not_plus_minus():
 def test_launch_reads_new_spend():
     ev = alert_event(replace(_anomaly("500", "0", float("inf"))))
     assert ev.title.endswith("new spend")
+
+
+def test_large_outage_is_critical_small_dip_warning():
+    from finops.anomaly.state import severity
+
+    assert severity(Decimal("-5000"), -0.9, 50.0) == "critical"
+    assert severity(Decimal("-120"), -0.6, 50.0) == "warning"
+    assert severity(Decimal("600"), 2.0, 50.0) == "critical"

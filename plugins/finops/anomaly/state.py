@@ -71,7 +71,9 @@ class Plan:
 
 
 def severity(delta: Decimal, pct: float, abs_floor: float) -> str:
-    return "critical" if float(delta) >= 10 * abs_floor or pct >= 2.0 else "warning"
+    """Critical when the $ change is ten floors either way (an outage of a large service is as
+    urgent as a spike), or spend tripled."""
+    return "critical" if abs(float(delta)) >= 10 * abs_floor or pct >= 2.0 else "warning"
 
 
 def reconcile(
