@@ -305,10 +305,17 @@ def disk_full_round(tally: Tally, work: Path, old: Delivery, new: Delivery, base
 
 
 def torn_wal_round(
-    tally: Tally, work: Path, old: Delivery, new: Delivery, rng: random.Random, base: Path | None = None
+    tally: Tally,
+    work: Path,
+    old: Delivery,
+    new: Delivery,
+    rng: random.Random,
+    base: Path | None = None,
+    duration: float = 0.0,
 ) -> None:
-    """Kill right after the restated load committed into the WAL (before a checkpoint folds it
-    into the file), then tear the WAL's last write: cut it short and append garbage."""
+    """Kill the restated load mid-load (half the rounds, when `duration` is known) or right after
+    its commit, before it closes (DuckDB checkpoints on close), then tear the last write: the
+    WAL's when there is one (cut short, garbage appended), else the file's tail."""
     home = work / f"torn-{tally.injected['torn_wal']}"
     home.mkdir(parents=True)
     problems: list[str] = []
@@ -326,7 +333,12 @@ def torn_wal_round(
             },
             {**os.environ, "FINOPS_HOME": str(home)},
         )
-        wait_ready(p, "DONE")  # committed, not closed
+        if duration and rng.random() < 0.5:  # mid-load: the WAL may hold a half-written transaction
+            wait_ready(p)
+            landed = kill_at(p, rng.uniform(0, duration)) + " mid-load, "
+        else:  # committed, not closed
+            wait_ready(p, "DONE")
+            landed = "after the commit, "
         p.send_signal(signal.SIGKILL)
         p.wait()
         wal = home / "warehouse.duckdb.wal"
@@ -336,13 +348,13 @@ def torn_wal_round(
                 f.truncate(max(0, size - rng.randint(1, min(4096, size))))
                 f.seek(0, 2)
                 f.write(os.urandom(rng.randint(1, 512)))
-            landed = "wal torn"
+            landed += "wal torn"
         else:  # DuckDB checkpointed the commit into the file already: tear the file's tail instead
             db = home / "warehouse.duckdb"
             with open(db, "r+b") as f:
                 f.seek(0, 2)
                 f.write(os.urandom(rng.randint(1, 4096)))  # a partial block past the last one written
-            landed = "file tail torn (no WAL left)"
+            landed += "file tail torn (no WAL left)"
         problems += check_partition(partition("duckdb", home), [old, new], "after the torn write")
         load("duckdb", home, new)
         problems += check_partition(partition("duckdb", home), [new], "after the retry")
@@ -577,7 +589,7 @@ def run(rounds: int, rows: int, seed: int, fleet: int, only: list[str], work: Pa
             elif kind == "disk_full" and not disk_full_round(tally, work, old, new):
                 tally.notes["disk_full: not run (tmpfs mount refused: needs root)"] += 1
             elif kind == "torn_wal":
-                torn_wal_round(tally, work, old, new, rng)
+                torn_wal_round(tally, work, old, new, rng, duration=duration)
     if {"kill_policy", "cloud_errors"} & set(only):
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()

@@ -524,7 +524,7 @@ def _execute(
     """One action's calls (never a decision that calls nothing: those are final when planned)."""
     r, acts = d.resource, cloud.actions
     if d.action == "notify":
-        what = "violation notice" if policy.kind == "tags" else "notice: not acting without an owner"
+        what = "violation notice"
         failed = _notify(policy, d, what, dry_run)
         if failed:
             raise NoticeFailed(f"{what} not delivered: {'; '.join(failed)}")
