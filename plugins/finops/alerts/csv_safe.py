@@ -35,18 +35,18 @@ def _char_class(pred: Any, last: int = sys.maxunicode) -> str:
         return f"\\x{cp:02x}" if cp < 0x100 else chr(cp)
 
     parts: list[str] = []
-    start = prev = None
+    run: tuple[int, int] | None = None  # (first, last) code point of the run being built
     for cp in range(last + 1):
         if 0xD800 <= cp <= 0xDFFF or not pred(chr(cp)):
             continue
-        if prev is not None and cp == prev + 1:
-            prev = cp
+        if run is not None and cp == run[1] + 1:
+            run = (run[0], cp)
             continue
-        if start is not None:
-            parts.append(one(start) if start == prev else f"{one(start)}-{one(prev)}")
-        start = prev = cp
-    if start is not None:
-        parts.append(one(start) if start == prev else f"{one(start)}-{one(prev)}")
+        if run is not None:
+            parts.append(one(run[0]) if run[0] == run[1] else f"{one(run[0])}-{one(run[1])}")
+        run = (cp, cp)
+    if run is not None:
+        parts.append(one(run[0]) if run[0] == run[1] else f"{one(run[0])}-{one(run[1])}")
     return "[" + "".join(parts) + "]"
 
 

@@ -82,7 +82,7 @@ def allows_gpu_spend(
     if not budgets:
         return SpendDecision(True, f"team {team!r} has no GPU budget")
     own = wh is None
-    if own:
+    if wh is None:
         from finops.warehouse import connect
 
         wh = connect()

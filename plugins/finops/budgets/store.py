@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from finops.budgets.evaluate import Crossing, crossings
+from finops.budgets.evaluate import Basis, Crossing, crossings
 from finops.budgets.settings import Budget, BudgetsConfig
 from finops.forecast.series import ForecastRow, forecast_series
 from finops.forecast.store import HISTORY_DAYS, as_of_day
@@ -136,7 +136,7 @@ def _save_status(wh: Warehouse, rows: list[tuple[Budget, ForecastRow]], now: dat
 
 def _record(
     wh: Warehouse, b: Budget, period: str, crossed: list[Crossing], now: datetime
-) -> list[tuple[str, int]]:
+) -> list[tuple[Basis, int]]:
     """Insert the crossings not recorded yet; return every (basis, threshold) still pending."""
     with wh.partition_lock("budget_alerts", {"budget": b.name, "billing_period": period}):
         for c in crossed:
@@ -150,7 +150,16 @@ def _record(
             "AND alerted_at IS NULL ORDER BY basis, threshold_pct",
             [b.name, period],
         )
-    return [(str(basis), int(p)) for basis, p in rows]
+    return [(_basis(basis), int(p)) for basis, p in rows]
+
+
+def _basis(value: object) -> Basis:
+    """A stored basis back as the Literal the crossings use (anything else is a corrupt row)."""
+    if value == "actual":
+        return "actual"
+    if value == "forecast":
+        return "forecast"
+    raise ValueError(f"budget_alerts.basis must be 'actual' or 'forecast', not {value!r}")
 
 
 @dataclass
@@ -210,7 +219,7 @@ def run_budgets(
         ]
         if not deliver:
             continue
-        by_basis: dict[str, list[Crossing]] = defaultdict(list)
+        by_basis: dict[Basis, list[Crossing]] = defaultdict(list)
         now_crossed = {(c.basis, c.threshold_pct): c for c in crossed}
         for basis, p in pending:
             # a pending forecast threshold the forecast has fallen back under is not news any more

@@ -9,6 +9,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
+from typing import TypeVar
 
 import numpy as np
 
@@ -16,6 +17,9 @@ from finops.forecast.model import month_end
 
 CENT = Decimal("0.01")
 ZERO = Decimal(0)
+
+
+K = TypeVar("K", bound=Hashable)  # a series key: a service name, a (team, project) pair
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,8 @@ def _money(v: float) -> Decimal:
 
 
 def forecast_series(
-    series: Mapping[Hashable, Mapping[date, Decimal]], as_of: date, history_days: int = 180
-) -> dict[Hashable, ForecastRow]:
+    series: Mapping[K, Mapping[date, Decimal]], as_of: date, history_days: int = 180
+) -> dict[K, ForecastRow]:
     """Month-end forecast of as_of's month for every series (days without a value: no spend)."""
     if not series:
         return {}
@@ -67,6 +71,10 @@ def forecast_series(
     out = {}
     for i, k in enumerate(keys):
         base = to_date[i]
-        rest = [_money(getattr(f, b)[i] - f.to_date[i]) for b in ("forecast", "lo80", "hi80", "lo95", "hi95")]
-        out[k] = ForecastRow(period, as_of, left, base, *(base + r for r in rest), int(f.replays[i]))
+        # Each band is the model's rest-of-month added to the exact Decimal spent so far.
+        fc, lo80, hi80, lo95, hi95 = (
+            base + _money(getattr(f, b)[i] - f.to_date[i])
+            for b in ("forecast", "lo80", "hi80", "lo95", "hi95")
+        )
+        out[k] = ForecastRow(period, as_of, left, base, fc, lo80, hi80, lo95, hi95, int(f.replays[i]))
     return out

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from finops.focus.lambda_cloud import DEFAULT_MAX_GAP, Lifetime, billable_interval, observe
 from finops.http_client import HttpClient, HttpError, RetrySettings
@@ -96,6 +96,7 @@ _LIFETIME_COLS = (
 
 
 def _lifetime(r: tuple) -> Lifetime:
+    # first_seen and last_seen are NOT NULL columns; only ended_at may be NULL (still running)
     return Lifetime(r[0], r[1], r[2], r[3], int(r[4]), _utc(r[5]), _utc(r[6]), _utc(r[7]), r[8])
 
 
@@ -123,10 +124,18 @@ def load_known(wh: Warehouse, source: str, listed: list[str]) -> dict[str, Lifet
     return known
 
 
+@overload
+def _utc(ts: datetime) -> datetime: ...
+@overload
+def _utc(ts: None) -> None: ...
 def _utc(ts: datetime | None) -> datetime | None:
     return None if ts is None else (ts if ts.tzinfo else ts.replace(tzinfo=UTC))
 
 
+@overload
+def _naive(ts: datetime) -> datetime: ...
+@overload
+def _naive(ts: datetime | None) -> datetime | None: ...
 def _naive(ts: datetime | None) -> datetime | None:
     return None if ts is None else ts.astimezone(UTC).replace(tzinfo=None)
 
@@ -199,7 +208,7 @@ def with_prices(instances: list[dict[str, Any]], api: LambdaApi) -> list[dict[st
         itype = inst.get("instance_type") or {}
         if itype.get("price_cents_per_hour") is None and inst.get("status") != "terminated":
             name = itype.get("name")
-            listed = (catalog.get(name) or {}).get("instance_type") or {}
+            listed = (catalog.get(name or "") or {}).get("instance_type") or {}
             if listed.get("price_cents_per_hour") is None:
                 raise LambdaApiError(
                     f"instance {inst.get('id')}: type {name!r} has no price_cents_per_hour in /instances and "
