@@ -34,7 +34,7 @@ def _interval(dag) -> timedelta | None:
     """Time between two consecutive scheduled runs (None: manual only)."""
     from croniter import croniter
 
-    expr = getattr(dag.timetable, "_expression", None)
+    expr = getattr(dag.timetable, "expression", None)
     if not expr:
         return None
     it = croniter(expr, datetime(2026, 1, 1, tzinfo=UTC))
