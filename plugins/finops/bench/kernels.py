@@ -64,10 +64,12 @@ def _matmul_fn(dtype: str, m: int, n: int, k: int, device: torch.device):
         b = torch.randn(n, k, device=device, generator=gen).to(torch.float8_e4m3fn).t()
         one = torch.ones((), device=device, dtype=torch.float32)
 
-        def run() -> object:
-            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
+        def run_fp8() -> object:
+            return torch._scaled_mm(
+                a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True
+            )
 
-        return run, (a, b)
+        return run_fp8, (a, b)
     t = TORCH_DTYPES[dtype]
     a = torch.randn(m, k, device=device, dtype=t, generator=gen)
     b = torch.randn(k, n, device=device, dtype=t, generator=gen)
@@ -98,8 +100,13 @@ def matmul_tflops(device: torch.device, profile: Profile, deadline: Deadline) ->
                     break
                 try:
                     fn, keep = _matmul_fn(dtype, m, n, k, device)
-                    res = measure(fn, device, repeats=profile.matmul_repeats, target_s=profile.matmul_target_s,
-                                  deadline=share)
+                    res = measure(
+                        fn,
+                        device,
+                        repeats=profile.matmul_repeats,
+                        target_s=profile.matmul_target_s,
+                        deadline=share,
+                    )
                 except torch.OutOfMemoryError:
                     sweep.append({"shape": [m, n, k], "error": "out of memory"})
                     continue
@@ -108,17 +115,25 @@ def matmul_tflops(device: torch.device, profile: Profile, deadline: Deadline) ->
                     if device.type == "cuda":
                         torch.cuda.empty_cache()
                 flops = 2.0 * m * n * k
-                sweep.append({
-                    "shape": [m, n, k], "tflops": flops / res.median_s / 1e12, "median_s": res.median_s,
-                    "best_tflops": flops / res.min_s / 1e12, "repeats": res.repeats, "iters": res.iters,
-                    "truncated": res.truncated,
-                })
+                sweep.append(
+                    {
+                        "shape": [m, n, k],
+                        "tflops": flops / res.median_s / 1e12,
+                        "median_s": res.median_s,
+                        "best_tflops": flops / res.min_s / 1e12,
+                        "repeats": res.repeats,
+                        "iters": res.iters,
+                        "truncated": res.truncated,
+                    }
+                )
         ok = [s for s in sweep if "tflops" in s]
         if not ok:
             skipped[dtype] = "no shape completed: " + "; ".join(s.get("error", "") for s in sweep)
             continue
         best = max(ok, key=lambda s: s["tflops"])
-        out.append(metric("matmul_tflops", dtype, best["tflops"], "TFLOPS", best_shape=best["shape"], sweep=sweep))
+        out.append(
+            metric("matmul_tflops", dtype, best["tflops"], "TFLOPS", best_shape=best["shape"], sweep=sweep)
+        )
     return out, {"skipped": skipped}
 
 
@@ -127,11 +142,21 @@ def memory_bandwidth(device: torch.device, profile: Profile, deadline: Deadline)
     n = profile.copy_bytes
     src = torch.empty(n, dtype=torch.uint8, device=device).fill_(1)
     dst = torch.empty_like(src)
-    res = measure(lambda: dst.copy_(src), device, repeats=profile.bw_repeats, target_s=0.05, deadline=deadline)
+    res = measure(
+        lambda: dst.copy_(src), device, repeats=profile.bw_repeats, target_s=0.05, deadline=deadline
+    )
     moved = 2 * n
-    m = metric("device_copy_bandwidth", None, moved / res.median_s / 1e9, "GB/s", buffer_bytes=n,
-               bytes_moved_per_copy=moved, median_s=res.median_s, best_gbps=moved / res.min_s / 1e9,
-               repeats=res.repeats)
+    m = metric(
+        "device_copy_bandwidth",
+        None,
+        moved / res.median_s / 1e9,
+        "GB/s",
+        buffer_bytes=n,
+        bytes_moved_per_copy=moved,
+        median_s=res.median_s,
+        best_gbps=moved / res.min_s / 1e9,
+        repeats=res.repeats,
+    )
     return [m], {}
 
 
@@ -150,7 +175,16 @@ def host_transfer(device: torch.device, profile: Profile, deadline: Deadline) ->
             ("d2h", lambda h=host, b=nb: h.copy_(dev, non_blocking=b)),
         ):
             res = measure(fn, device, repeats=profile.bw_repeats, target_s=0.05, deadline=deadline, warmup=1)
-            out.append(metric(f"{direction}_bandwidth_{kind}", None, n / res.median_s / 1e9, "GB/s",
-                              buffer_bytes=n, median_s=res.median_s, repeats=res.repeats))
+            out.append(
+                metric(
+                    f"{direction}_bandwidth_{kind}",
+                    None,
+                    n / res.median_s / 1e9,
+                    "GB/s",
+                    buffer_bytes=n,
+                    median_s=res.median_s,
+                    repeats=res.repeats,
+                )
+            )
         del host
     return out, {}

@@ -58,7 +58,10 @@ def _rng_state() -> dict[str, Any]:
     import numpy as np
     import torch
 
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    legacy = np.random.get_state(legacy=True)
+    if not isinstance(legacy, tuple):  # only a non-MT19937 global generator gives the dict form
+        raise RuntimeError("numpy's global RNG is not MT19937; its state cannot be checkpointed")
+    kind, keys, pos, has_gauss, gauss = legacy
     version, py_state, py_gauss = random.getstate()
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),

@@ -20,6 +20,9 @@ from finops.alerts.task_failure import task_failed
 
 FOCUS_COSTS = Asset("finops://focus_costs")
 
+# Every task ends: a call that never returns (a PostgreSQL lock wait, a stalled download)
+# would otherwise hold its worker slot for ever and, with max_active_runs=1, every later run.
+TASK_TIMEOUT = timedelta(minutes=30)
 DEFAULT_ARGS = {
     "owner": "finops",
     "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
@@ -27,9 +30,7 @@ DEFAULT_ARGS = {
     "retry_delay": timedelta(minutes=2),
     "retry_exponential_backoff": True,
     "max_retry_delay": timedelta(minutes=30),
-    # Every task ends: a call that never returns (a PostgreSQL lock wait, a stalled download)
-    # would otherwise hold its worker slot for ever and, with max_active_runs=1, every later run.
-    "execution_timeout": timedelta(minutes=30),
+    "execution_timeout": TASK_TIMEOUT,
 }
 # One (source, period) load: a 10M-row CUR month takes ~4 min end to end on PostgreSQL
 # (README); the hourly Lambda DAG must end before its next run.
@@ -39,16 +40,28 @@ DEFAULT_LOAD_TIMEOUT = timedelta(hours=3)
 # on both tries, one minute between) is 2x3+1 + 2x18+1 + 2x5+1 = 55 min, inside the hour, so a
 # stuck run never holds back the next (max_active_runs=1). A Lambda load is a few thousand
 # instance-lifetime rows: 18 minutes is far above what one takes.
-HOURLY_ARGS = {"lambda": {"retries": 1, "retry_delay": timedelta(minutes=1), "retry_exponential_backoff": False}}
-TASK_TIMEOUTS = {"lambda": {"plan_loads": timedelta(minutes=3), "publish_summary": timedelta(minutes=5),
-                            "check_loads": timedelta(minutes=1)}}
+HOURLY_ARGS = {
+    "lambda": {"retries": 1, "retry_delay": timedelta(minutes=1), "retry_exponential_backoff": False}
+}
+TASK_TIMEOUTS = {
+    "lambda": {
+        "plan_loads": timedelta(minutes=3),
+        "publish_summary": timedelta(minutes=5),
+        "check_loads": timedelta(minutes=1),
+    }
+}
 
 
 def _timeout(provider: str, task_id: str) -> timedelta:
-    return TASK_TIMEOUTS.get(provider, {}).get(task_id, DEFAULT_ARGS["execution_timeout"])  # type: ignore[return-value]
+    return TASK_TIMEOUTS.get(provider, {}).get(task_id, TASK_TIMEOUT)
 
-_TITLES = {"aws": "AWS (CUR 2.0 / legacy CUR / FOCUS)", "gcp": "GCP (BigQuery billing export)",
-           "azure": "Azure (Cost Management exports)", "lambda": "Lambda Cloud (instance lifetimes)"}
+
+_TITLES = {
+    "aws": "AWS (CUR 2.0 / legacy CUR / FOCUS)",
+    "gcp": "GCP (BigQuery billing export)",
+    "azure": "Azure (Cost Management exports)",
+    "lambda": "Lambda Cloud (instance lifetimes)",
+}
 
 
 def billing_params() -> dict[str, Param]:
@@ -56,7 +69,7 @@ def billing_params() -> dict[str, Param]:
         "billing_period": Param(
             "",
             type="string",
-            pattern=r"^$|^\d{4}-(0[1-9]|1[0-2])(,\d{4}-(0[1-9]|1[0-2]))*$",
+            pattern=r"^$|^[0-9]{4}-(0[1-9]|1[0-2])(,[0-9]{4}-(0[1-9]|1[0-2]))*$",
             title="Billing period",
             description="YYYY-MM (or several, comma-separated). Empty: the current month, plus the "
             "previous one during the first 14 days of a month (restatements).",
@@ -100,8 +113,11 @@ def billing_pool(provider: str) -> str:
     """Pool for the mapped loads, from the environment only (no metadata-DB I/O at parse time):
     FINOPS_BILLING_POOL_<PROVIDER>, then FINOPS_BILLING_POOL, else default_pool. A pool caps how
     many loads hit one cloud API / warehouse at once across all runs and workers."""
-    return (os.environ.get(f"FINOPS_BILLING_POOL_{provider.upper()}") or os.environ.get("FINOPS_BILLING_POOL")
-            or "default_pool")
+    return (
+        os.environ.get(f"FINOPS_BILLING_POOL_{provider.upper()}")
+        or os.environ.get("FINOPS_BILLING_POOL")
+        or "default_pool"
+    )
 
 
 def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
@@ -128,7 +144,10 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
 
             ctx = get_current_context()
             p = ctx["params"]
-            today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now(UTC)).date()
+            # run_after is on the DAG run, not a context key; a manual run may have no logical date
+            dag_run = ctx.get("dag_run")
+            run_after = dag_run.run_after if dag_run is not None else None
+            today = (ctx.get("logical_date") or run_after or datetime.now(UTC)).date()
             try:
                 return plan_loads(provider, p.get("source"), p.get("billing_period"), today)
             except (ConfigError, PeriodError) as e:
@@ -163,8 +182,12 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
                 )
             return result
 
-        @task(task_id="publish_summary", outlets=[FOCUS_COSTS], trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS,
-              execution_timeout=_timeout(provider, "publish_summary"))
+        @task(
+            task_id="publish_summary",
+            outlets=[FOCUS_COSTS],
+            trigger_rule=TriggerRule.ALL_DONE_MIN_ONE_SUCCESS,
+            execution_timeout=_timeout(provider, "publish_summary"),
+        )
         def publish_summary(results: list[dict]) -> dict:
             from airflow.sdk.exceptions import AirflowSkipException
 
@@ -186,7 +209,11 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
             _refresh_ui_rollups()
             return summary
 
-        @task(task_id="check_loads", trigger_rule=TriggerRule.ONE_FAILED, execution_timeout=_timeout(provider, "check_loads"))
+        @task(
+            task_id="check_loads",
+            trigger_rule=TriggerRule.ONE_FAILED,
+            execution_timeout=_timeout(provider, "check_loads"),
+        )
         def check_loads() -> None:
             """Runs only when a load failed (skipped otherwise): keeps the run failed although
             publish_summary, the other leaf, announced the partitions that did load."""

@@ -178,7 +178,7 @@ def compose(
                 out.append(
                     PriceRecord(
                         provider="gcp",
-                        pricing_model=model,  # type: ignore[arg-type]
+                        pricing_model=model,
                         region=region,
                         instance_type=mtype,
                         price_per_hour=price,

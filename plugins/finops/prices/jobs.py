@@ -220,9 +220,10 @@ def run_aws(
     spot: list[PriceRecord] = []
     newest: dict[str, Any] = {}
     for fam in families:
+        mark = marks[fam]
         start = (
-            marks[fam]
-            if (marks[fam] is not None and not lookback)
+            mark
+            if (mark is not None and not lookback)
             else now - timedelta(days=lookback or cfg.lookback_days)
         )
         hist = aws.fetch_spot_history(ec2, region, fam, start)
@@ -398,7 +399,13 @@ def _arm_token(conn_id: str) -> str:
 
     c = BaseHook.get_connection(conn_id)
     extra = c.extra_dejson
-    cred = ClientSecretCredential(extra.get("tenantId") or extra.get("tenant_id"), c.login, c.password)
+    tenant = extra.get("tenantId") or extra.get("tenant_id")
+    if not tenant or not c.login or not c.password:
+        raise ValueError(
+            f"Airflow connection {conn_id!r} needs the service principal's client id (login), "
+            "secret (password) and tenantId (extra) to read Azure Resource SKUs"
+        )
+    cred = ClientSecretCredential(tenant, c.login, c.password)
     return cred.get_token("https://management.azure.com/.default").token
 
 

@@ -52,7 +52,8 @@ def parse(doc: Any) -> tuple[list[PriceRecord], list[CatalogEntry]]:
             continue
         if cents <= 0 or cents >= MAX_PRICE_PER_HOUR * 100:
             continue
-        specs = it.get("specs") if isinstance(it.get("specs"), dict) else {}
+        raw_specs = it.get("specs")
+        specs: dict[str, Any] = raw_specs if isinstance(raw_specs, dict) else {}
         gdesc = str(it.get("gpu_description") or "")[:200]
         m = _MEM.search(gdesc)
         gmem = float(m.group(1)) if m else None
