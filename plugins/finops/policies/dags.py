@@ -119,7 +119,7 @@ def build_audit_dag() -> Any:
                              description="Target name or account / project / subscription id; empty = all."),
             "policy": Param("", type="string", title="Policy",
                             description="One policy name from include/policies; empty = every policy."),
-            "billing_period": Param("", type="string", pattern=r"^(\d{4}-(0[1-9]|1[0-2]))?$", title="Billing period",
+            "billing_period": Param("", type="string", pattern=r"^([0-9]{4}-(0[1-9]|1[0-2]))?$", title="Billing period",
                                     description="YYYY-MM for the cost join; empty = the current month."),
             "dry_run": Param(True, type="boolean", title="Dry run",
                              description="Evaluate and audit only; nothing is tagged, stopped or terminated."),

@@ -248,12 +248,12 @@ def available_periods(source: AwsSource, *, client: Any | None = None) -> list[s
     periods: set[str] = set()
     if source.format == "cur_legacy":
         for o in _list(client, source.bucket, root):
-            m = re.search(r"/?(\d{4})(\d{2})01-\d{8}/[^/]*-Manifest\.json$", o["Key"])
+            m = re.search(r"/?([0-9]{4})([0-9]{2})01-[0-9]{8}/[^/]*-Manifest\.json$", o["Key"])
             if m:
                 periods.add(f"{m.group(1)}-{m.group(2)}")
     else:
         for o in _list(client, source.bucket, f"{root}metadata/"):
-            m = re.search(r"BILLING_PERIOD=(\d{4}-\d{2})/", o["Key"])
+            m = re.search(r"BILLING_PERIOD=([0-9]{4}-[0-9]{2})/", o["Key"])
             if m and o["Key"].endswith("Manifest.json"):
                 periods.add(m.group(1))
     return sorted(periods)
