@@ -144,6 +144,11 @@ def gpu_price_performance(r: ReaderDep) -> dict[str, Any]:
     return queries.gpu_price_performance(r)
 
 
+@router.get("/gpu/catalog-drift")
+def gpu_catalog_drift(r: ReaderDep) -> dict[str, Any]:
+    return queries.catalog_drift(r)
+
+
 @router.get("/gpu/cheapest")
 def gpu_cheapest(
     r: ReaderDep,

@@ -510,3 +510,17 @@ def cheapest(r: Reader, job: Any, limit: int = 20, currency: str = "USD") -> dic
               "expected_interruptions": round(x.expected_interruptions, 3),
               "overhead_fraction": round(x.overhead_fraction, 4), "note": x.note} for x in ranked]
     return {"empty": False, "items": items, "offers": len(offers), "currency": currency, "currencies": currencies}
+
+
+def catalog_drift(r: Reader) -> dict[str, Any]:
+    """GPU instance types a provider's spec API lists that the catalog cannot classify (model or
+    count unknown): shown so they are seen, not silently missing from price-performance."""
+    if not r.has("instance_catalog"):
+        return empty("table instance_catalog does not exist yet")
+    from finops.prices.queries import catalog_drift as drift
+
+    items = [{"provider": d.provider, "instance_type": d.instance_type, "gpu_name": d.gpu_name,
+              "gpu_count": d.gpu_count, "source": d.source, "updated_at": d.updated_at}
+             for d in drift(r.wh)]  # type: ignore[arg-type]
+    return {"empty": False, "items": items}
+

@@ -221,6 +221,17 @@ async function loadGpu() {
   } catch (err) { showError(box, err); }
 }
 
+async function loadDrift() {
+  const box = document.getElementById("drift-table");
+  try {
+    renderTable(box, [
+      {key: "provider", label: "Provider"}, {key: "instance_type", label: "Instance type"},
+      {key: "gpu_name", label: "GPU as the API names it"}, {key: "gpu_count", label: "GPUs", num: true},
+      {key: "source", label: "Source"}, {key: "updated_at", label: "Seen"},
+    ], await api("gpu/catalog-drift"), {emptyText: "Every GPU type the APIs list is classified."});
+  } catch (err) { showError(box, err); }
+}
+
 async function loadCheapest() {
   const box = document.getElementById("cheapest-table");
   const params = Object.fromEntries(new FormData(document.getElementById("cheapest-form")).entries());
@@ -243,6 +254,6 @@ document.addEventListener("DOMContentLoaded", async () => {
   document.getElementById("cheapest-form").addEventListener("submit", e => { e.preventDefault(); loadCheapest(); });
   document.getElementById("showback-period").addEventListener("change", e => { showbackState.period = e.target.value; document.getElementById("showback-drill").hidden = true; loadShowback(1); });
   api("me").then(u => { document.getElementById("user").textContent = "signed in as " + u.name; }).catch(() => {});
-  await Promise.all([loadCost(), loadShowback(1), loadAnomalies(1), loadPolicies(1), loadTags(1), loadGpu(), loadCheapest()]);
+  await Promise.all([loadCost(), loadShowback(1), loadAnomalies(1), loadPolicies(1), loadTags(1), loadGpu(), loadDrift(), loadCheapest()]);
   document.body.dataset.ready = "true";
 });
