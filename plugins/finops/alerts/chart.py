@@ -8,7 +8,9 @@ from collections.abc import Mapping, Sequence
 from datetime import date
 
 
-def daily_chart_png(series: Mapping[str, Sequence[tuple[date, float]]], title: str, ylabel: str = "cost") -> bytes:
+def daily_chart_png(
+    series: Mapping[str, Sequence[tuple[date, float]]], title: str, ylabel: str = "cost"
+) -> bytes:
     """Stacked daily bars, one colour per series (e.g. per showback line)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -23,7 +25,8 @@ def daily_chart_png(series: Mapping[str, Sequence[tuple[date, float]]], title: s
         vals = [0.0] * len(days)
         for d, v in pts:
             vals[idx[d]] += float(v)
-        ax.bar(days, vals, bottom=bottom, label=str(name)[:40], width=0.8)
+        # matplotlib's date converter takes dates on the x axis; its stubs list only numbers
+        ax.bar(days, vals, bottom=bottom, label=str(name)[:40], width=0.8)  # type: ignore[arg-type]
         bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
     ax.set_title(title[:120])
     ax.set_ylabel(ylabel)

@@ -121,7 +121,7 @@ def build_message(
     msg.add_alternative(body_text(html), subtype="html")
     if chart_png is not None:
         cid = _FILENAME.sub("_", chart_cid or "chart")[:60] or "chart"  # goes into Content-ID
-        html_part = msg.get_payload()[1]
+        html_part = list(msg.iter_parts())[1]  # [text/plain, text/html] after add_alternative
         html_part.add_related(
             chart_png,
             maintype="image",

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from finops.alerts.dedup import AlertLedger
-    from finops.config import AlertRoute, AlertsConfig
+    from finops.config import AlertsConfig
     from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)
@@ -87,57 +87,102 @@ class TeamReport:
         import hashlib
         import json
 
-        body = json.dumps([self.period, self.view, self.team, self.cost_centre, self.totals, self.csv()],
-                          default=str, sort_keys=True)
+        body = json.dumps(
+            [self.period, self.view, self.team, self.cost_centre, self.totals, self.csv()],
+            default=str,
+            sort_keys=True,
+        )
         return f"report:{self.period}:{self.view}:" + hashlib.sha256(body.encode()).hexdigest()[:24]
 
     def csv(self) -> str:
         from finops.alerts.csv_safe import to_csv
 
-        return to_csv(["day", "team", "cost_centre", "allocation", "rule", "provider", "billing_account_id",
-                       "sub_account_id", "service_name", "line", "currency", "cost"], self.detail)
+        return to_csv(
+            [
+                "day",
+                "team",
+                "cost_centre",
+                "allocation",
+                "rule",
+                "provider",
+                "billing_account_id",
+                "sub_account_id",
+                "service_name",
+                "line",
+                "currency",
+                "cost",
+            ],
+            self.detail,
+        )
 
 
 def _q(v: Any) -> Decimal:
     return Decimal(v or 0).quantize(Decimal("0.01"))
 
 
-def build_reports(wh: Warehouse, period: str, view: str = "amortised", teams: list[str] | None = None
-                  ) -> list[TeamReport]:
+def build_reports(
+    wh: Warehouse, period: str, view: str = "amortised", teams: list[str] | None = None
+) -> list[TeamReport]:
     from finops.alerts.chart import daily_chart_png
 
     cb = wh.query(
         "SELECT team, cost_centre, currency, total_cost, total_cents, direct_cost, shared_cost, unallocated_cost, "
         "gpu_cost, storage_cost, egress_cost FROM chargeback_monthly WHERE billing_period = ? AND cost_view = ? "
-        "ORDER BY team, currency", [period, view])
+        "ORDER BY team, currency",
+        [period, view],
+    )
     by_team: dict[str, TeamReport] = {}
     for team, cc, cur, total, cents, direct, shared, unalloc, gpu, storage, egress in cb:
         if teams and team not in teams:
             continue
         r = by_team.setdefault(team, TeamReport(team, period, view, cc, [], {}, [], [], []))
-        r.totals.append({"currency": cur, "total": total, "total_cents": _q(cents), "direct": _q(direct),
-                         "shared": _q(shared), "unallocated": _q(unalloc), "gpu": _q(gpu), "storage": _q(storage),
-                         "egress": _q(egress)})
+        r.totals.append(
+            {
+                "currency": cur,
+                "total": total,
+                "total_cents": _q(cents),
+                "direct": _q(direct),
+                "shared": _q(shared),
+                "unallocated": _q(unalloc),
+                "gpu": _q(gpu),
+                "storage": _q(storage),
+                "egress": _q(egress),
+            }
+        )
     for team, r in by_team.items():
         daily: dict[str, dict[date, float]] = defaultdict(lambda: defaultdict(float))
         for day, line, cost in wh.query(
             "SELECT day, line, SUM(cost) FROM showback_daily WHERE billing_period = ? AND cost_view = ? AND team = ? "
-            "GROUP BY 1, 2 ORDER BY 1, 2", [period, view, team]):
+            "GROUP BY 1, 2 ORDER BY 1, 2",
+            [period, view, team],
+        ):
             daily[line][day] += float(cost)
         r.daily_by_line = {k: sorted(v.items()) for k, v in sorted(daily.items())}
-        r.top_services = [(p, s, ln, c, _q(v)) for p, s, ln, c, v in wh.query(
-            "SELECT provider, service_name, line, currency, SUM(cost) AS c FROM showback_daily WHERE billing_period = ? "
-            "AND cost_view = ? AND team = ? GROUP BY 1, 2, 3, 4 ORDER BY c DESC, 1, 2, 3, 4 LIMIT 10", [period, view, team])]
-        r.gpu = [(m, po, c, _q(v), _q(s), _q(i)) for m, po, c, v, s, i in wh.query(
-            "SELECT gpu_model, purchase_option, currency, SUM(cost), SUM(savings), SUM(idle_cost) "
-            "FROM showback_gpu_monthly WHERE billing_period = ? AND cost_view = ? AND team = ? GROUP BY 1, 2, 3 "
-            "ORDER BY 1, 2, 3", [period, view, team])]
+        r.top_services = [
+            (p, s, ln, c, _q(v))
+            for p, s, ln, c, v in wh.query(
+                "SELECT provider, service_name, line, currency, SUM(cost) AS c FROM showback_daily WHERE billing_period = ? "
+                "AND cost_view = ? AND team = ? GROUP BY 1, 2, 3, 4 ORDER BY c DESC, 1, 2, 3, 4 LIMIT 10",
+                [period, view, team],
+            )
+        ]
+        r.gpu = [
+            (m, po, c, _q(v), _q(s), _q(i))
+            for m, po, c, v, s, i in wh.query(
+                "SELECT gpu_model, purchase_option, currency, SUM(cost), SUM(savings), SUM(idle_cost) "
+                "FROM showback_gpu_monthly WHERE billing_period = ? AND cost_view = ? AND team = ? GROUP BY 1, 2, 3 "
+                "ORDER BY 1, 2, 3",
+                [period, view, team],
+            )
+        ]
         # every ORDER BY is total: the detail CSV is part of dedup_key, so a re-run must render it identically
         r.detail = wh.query(
             "SELECT day, team, cost_centre, allocation, rule, provider, billing_account_id, sub_account_id, "
             "service_name, line, currency, SUM(cost) FROM showback_daily WHERE billing_period = ? AND cost_view = ? "
             "AND team = ? GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 "
-            "ORDER BY 1, 9, 2, 3, 4, 5, 6, 7, 8, 10, 11", [period, view, team])
+            "ORDER BY 1, 9, 2, 3, 4, 5, 6, 7, 8, 10, 11",
+            [period, view, team],
+        )
         r.chart_png = daily_chart_png(r.daily_by_line, f"{team} {period} ({view}) daily cost by line")
     add_outlook(wh, list(by_team.values()), period, view)
     return [by_team[t] for t in sorted(by_team)]
@@ -155,19 +200,44 @@ def add_outlook(wh: Warehouse, reports: list[TeamReport], period: str, view: str
         for team, p, as_of, cur, to_date, fc, lo80, hi80, lo95, hi95 in wh.query(
             "SELECT series_key, billing_period, as_of, currency, to_date, forecast, lo80, hi80, lo95, hi95 "
             f"FROM cost_forecasts WHERE dimension = 'team' AND cost_view = ? AND billing_period > ? "
-            f"AND series_key IN ({marks}) ORDER BY 1, 2, 4", [view, period, *teams]):
-            by_team[team].forecast.append({"period": p, "as_of": as_of, "currency": cur, "to_date": _q(to_date),
-                                           "forecast": _q(fc), "lo80": _q(lo80), "hi80": _q(hi80), "lo95": _q(lo95),
-                                           "hi95": _q(hi95)})
+            f"AND series_key IN ({marks}) ORDER BY 1, 2, 4",
+            [view, period, *teams],
+        ):
+            by_team[team].forecast.append(
+                {
+                    "period": p,
+                    "as_of": as_of,
+                    "currency": cur,
+                    "to_date": _q(to_date),
+                    "forecast": _q(fc),
+                    "lo80": _q(lo80),
+                    "hi80": _q(hi80),
+                    "lo95": _q(lo95),
+                    "hi95": _q(hi95),
+                }
+            )
     if wh.table_exists("budget_status"):
         for team, name, p, kind, cur, amount, actual, fc in wh.query(
             "SELECT team, budget, billing_period, kind, currency, amount, actual, forecast FROM budget_status "
-            f"WHERE billing_period > ? AND team IN ({marks}) ORDER BY 1, 2, 3", [period, *teams]):
-            by_team[team].budgets.append({"budget": name, "period": p, "kind": kind, "currency": cur,
-                                          "amount": _q(amount), "actual": _q(actual), "forecast": _q(fc)})
+            f"WHERE billing_period > ? AND team IN ({marks}) ORDER BY 1, 2, 3",
+            [period, *teams],
+        ):
+            by_team[team].budgets.append(
+                {
+                    "budget": name,
+                    "period": p,
+                    "kind": kind,
+                    "currency": cur,
+                    "amount": _q(amount),
+                    "actual": _q(actual),
+                    "forecast": _q(fc),
+                }
+            )
 
 
-def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prune: bool = False) -> list[Path]:
+def save_reports(
+    reports: list[TeamReport], out_dir: Path | None = None, *, prune: bool = False
+) -> list[Path]:
     """Write <team>-<view>.html (chart embedded as a data URI) and <team>-<view>.csv per team.
 
     A team name the file system cannot take as is gets a short hash of the exact name, so two
@@ -203,24 +273,33 @@ def save_reports(reports: list[TeamReport], out_dir: Path | None = None, *, prun
     return written
 
 
-def _send_report(r: TeamReport, route: AlertRoute) -> None:
+def _send_report(r: TeamReport, conn_id: str, to: list[str]) -> None:
     from finops.alerts.email import Attachment, build_message, default_sender, send_message
 
     msg = build_message(
-        sender=default_sender(route.email_conn_id), to=route.email_to,
-        subject=f"Cloud cost showback {r.period}: {r.team}", html=r.html("cid:chart"),
-        chart_png=r.chart_png, chart_cid="chart",
+        sender=default_sender(conn_id),
+        to=to,
+        subject=f"Cloud cost showback {r.period}: {r.team}",
+        html=r.html("cid:chart"),
+        chart_png=r.chart_png,
+        chart_cid="chart",
         attachments=[Attachment(f"showback-{r.team}-{r.period}.csv", r.csv().encode("utf-8"))],
     )
-    send_message(route.email_conn_id, msg)
+    send_message(conn_id, msg)
 
 
 class ReportDeliveryError(RuntimeError):
     """Some report e-mails failed (after every other one was tried)."""
 
 
-def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: AlertLedger | None = None,
-                  *, resend: bool = False, run_id: str | None = None) -> dict[str, list[str]]:
+def email_reports(
+    reports: list[TeamReport],
+    alerts: AlertsConfig,
+    ledger: AlertLedger | None = None,
+    *,
+    resend: bool = False,
+    run_id: str | None = None,
+) -> dict[str, list[str]]:
     """E-mail each team's report to the e-mail routes for that team; returns team -> recipients
     sent now. One failing route does not stop the others; with a ledger, a report already
     delivered to a channel is not sent there again (a task retry after a partial failure used
@@ -245,7 +324,7 @@ def email_reports(reports: list[TeamReport], alerts: AlertsConfig, ledger: Alert
             if channel in seen:
                 continue
             seen.add(channel)
-            send = partial(_send_report, r, route)
+            send = partial(_send_report, r, route.email_conn_id, list(route.email_to))
             try:
                 if ledger is None:
                     send()

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 if TYPE_CHECKING:
     from finops.anomaly.state import Anomaly
@@ -48,8 +48,13 @@ class Feedback:
     created_at: datetime
 
 
-def validate(label: str, snooze_until: date | None, note: str | None, today: date) -> None:
-    if label not in LABELS:
+def _is_label(value: str) -> TypeGuard[Label]:
+    return value in LABELS
+
+
+def validate(label: str, snooze_until: date | None, note: str | None, today: date) -> Label:
+    """The label, checked (the caller stores the returned Literal); raises FeedbackError."""
+    if not _is_label(label):
         raise FeedbackError(f"label must be one of {', '.join(LABELS)}, not {label!r}")
     if label == "snoozed":
         if snooze_until is None:
@@ -62,6 +67,7 @@ def validate(label: str, snooze_until: date | None, note: str | None, today: dat
         raise FeedbackError("snooze_until only goes with the label 'snoozed'")
     if note is not None and len(note) > NOTE_MAX:
         raise FeedbackError(f"note is longer than {NOTE_MAX} characters")
+    return label
 
 
 def suppression(a: Anomaly, latest_label: str | None, snoozes: Iterable[date]) -> str | None:
@@ -85,7 +91,7 @@ def record(
     """Validate and append one label; the anomaly must exist."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     note = (note or "").strip() or None
-    validate(label, snooze_until, note, now.date())
+    checked = validate(label, snooze_until, note, now.date())
     rows = wh.query("SELECT monitor_type, monitor_key FROM anomalies WHERE anomaly_id = ?", [anomaly_id])
     if not rows:
         raise FeedbackError(f"no anomaly with id {anomaly_id!r}")
@@ -94,8 +100,8 @@ def record(
         anomaly_id,
         rows[0][0],
         rows[0][1],
-        label,
-        note,  # type: ignore[arg-type]
+        checked,
+        note,
         snooze_until,
         user,
         now,

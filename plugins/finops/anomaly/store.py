@@ -36,8 +36,11 @@ _KEY_SQL = {
 
 
 def _day(v: Any) -> date:
-    return v if isinstance(v, date) and not isinstance(v, datetime) else (v.date() if isinstance(v, datetime) else
-                                                                         date.fromisoformat(str(v)[:10]))
+    return (
+        v
+        if isinstance(v, date) and not isinstance(v, datetime)
+        else (v.date() if isinstance(v, datetime) else date.fromisoformat(str(v)[:10]))
+    )
 
 
 def data_end(wh: Warehouse, source: Source = "focus_costs") -> date | None:
@@ -55,17 +58,27 @@ def _tag_value(tags_text: Any, tag_key: str) -> str | None:
     from finops.allocation.settings import allocation_rules
 
     tags = tags_text if isinstance(tags_text, dict) else json.loads(tags_text or "{}")
-    return canonical_tags({str(k): str(v) for k, v in tags.items() if v is not None},
-                          allocation_rules().tag_keys).get(tag_key)
+    return canonical_tags(
+        {str(k): str(v) for k, v in tags.items() if v is not None}, allocation_rules().tag_keys
+    ).get(tag_key)
 
 
 def monitor_rows(wh: Warehouse, m: Monitor, view: str, start: date, end: date) -> list[tuple]:
     """(day, key, currency, cost) for one monitor over [start, end]."""
     hi = end + timedelta(days=1)
     if m.type == "team":
-        return [(_day(d), k, c, v) for d, k, c, v in wh.query(
-            "SELECT day, team, currency, SUM(cost) FROM showback_daily WHERE cost_view = ? AND day >= ? AND day < ? "
-            "GROUP BY 1, 2, 3", [view, start, hi])] if wh.table_exists("showback_daily") else []
+        return (
+            [
+                (_day(d), k, c, v)
+                for d, k, c, v in wh.query(
+                    "SELECT day, team, currency, SUM(cost) FROM showback_daily WHERE cost_view = ? AND day >= ? AND day < ? "
+                    "GROUP BY 1, 2, 3",
+                    [view, start, hi],
+                )
+            ]
+            if wh.table_exists("showback_daily")
+            else []
+        )
     col = _COST[view]
     if m.type == "tag":
         acc: dict[tuple, Decimal] = defaultdict(lambda: ZERO)
@@ -78,10 +91,15 @@ def monitor_rows(wh: Warehouse, m: Monitor, view: str, start: date, end: date) -
             if val:
                 acc[(_day(d), val, cur)] += Decimal(v or 0)
         return [(*k, v) for k, v in acc.items()]
-    return [(_day(d), k, c, v) for d, k, c, v in wh.query(
-        f"SELECT CAST(charge_period_start AS DATE), {_KEY_SQL[m.type]}, billing_currency, SUM({col}) "
-        "FROM focus_costs WHERE charge_period_start >= ? AND charge_period_start < ? GROUP BY 1, 2, 3",
-        [start, hi]) if k is not None]
+    return [
+        (_day(d), k, c, v)
+        for d, k, c, v in wh.query(
+            f"SELECT CAST(charge_period_start AS DATE), {_KEY_SQL[m.type]}, billing_currency, SUM({col}) "
+            "FROM focus_costs WHERE charge_period_start >= ? AND charge_period_start < ? GROUP BY 1, 2, 3",
+            [start, hi],
+        )
+        if k is not None
+    ]
 
 
 def _breakdown(wh: Warehouse, m: Monitor, ev: Event, view: str, days: list[date]) -> dict[str, Decimal]:
@@ -91,7 +109,8 @@ def _breakdown(wh: Warehouse, m: Monitor, ev: Event, view: str, days: list[date]
     if m.type == "team":
         for prov, svc, v in wh.query(
             f"SELECT provider, service_name, SUM(cost) FROM showback_daily WHERE cost_view = ? AND team = ? "
-            f"AND currency = ? AND day IN ({marks}) GROUP BY 1, 2", [view, ev.monitor_key, ev.currency, *days]
+            f"AND currency = ? AND day IN ({marks}) GROUP BY 1, 2",
+            [view, ev.monitor_key, ev.currency, *days],
         ):
             out[f"{prov} / {svc}"] += Decimal(v or 0)
         return out
@@ -127,8 +146,9 @@ def _load_open(wh: Warehouse) -> list[Anomaly]:
         d = dict(zip(cols, r, strict=True))
         for k in ("start_day", "last_day", "peak_day"):
             d[k] = _day(d[k])
-        d["contributors"] = json.loads(d["contributors"]) if isinstance(d["contributors"], str) else (
-            d["contributors"] or [])
+        d["contributors"] = (
+            json.loads(d["contributors"]) if isinstance(d["contributors"], str) else (d["contributors"] or [])
+        )
         d["pct"] = math.inf if d["pct"] is None else d["pct"]
         out.append(Anomaly(**d))
     return out
@@ -140,12 +160,30 @@ def _save(wh: Warehouse, anomalies: list[Anomaly]) -> None:
     import pyarrow as pa
 
     m, s, ts, dt, f = pa.decimal128(38, 10), pa.string(), pa.timestamp("us"), pa.date32(), pa.float64()
-    schema = pa.schema([
-        ("anomaly_id", s), ("monitor_type", s), ("monitor_key", s), ("cost_view", s), ("currency", s), ("status", s),
-        ("start_day", dt), ("last_day", dt), ("peak_day", dt), ("actual", m), ("expected", m), ("delta", m),
-        ("total_impact", m), ("pct", f), ("score", f), ("severity", s), ("contributors", s),
-        ("first_detected_at", ts), ("updated_at", ts), ("alerted_at", ts),
-    ])
+    schema = pa.schema(
+        [
+            ("anomaly_id", s),
+            ("monitor_type", s),
+            ("monitor_key", s),
+            ("cost_view", s),
+            ("currency", s),
+            ("status", s),
+            ("start_day", dt),
+            ("last_day", dt),
+            ("peak_day", dt),
+            ("actual", m),
+            ("expected", m),
+            ("delta", m),
+            ("total_impact", m),
+            ("pct", f),
+            ("score", f),
+            ("severity", s),
+            ("contributors", s),
+            ("first_detected_at", ts),
+            ("updated_at", ts),
+            ("alerted_at", ts),
+        ]
+    )
     rows = []
     for a in anomalies:
         d = asdict(a)
@@ -168,8 +206,14 @@ class AnomalyRun:
     suppressed: dict[str, str] = field(default_factory=dict)  # anomaly_id -> why people muted it
 
 
-def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None = None,
-                  end: date | None = None, deliver: bool = True, source: Source | None = None) -> AnomalyRun:
+def run_anomalies(
+    wh: Warehouse,
+    settings: AnomalySettings,
+    now: datetime | None = None,
+    end: date | None = None,
+    deliver: bool = True,
+    source: Source | None = None,
+) -> AnomalyRun:
     """Detect and store; with `deliver` False (a dry run) nothing is emitted and new anomalies
     stay pending (alerted_at NULL), so a later run with delivery on still alerts them once.
     emit() itself is not enough to hold back: it registers the configured routes on first use.
@@ -197,17 +241,28 @@ def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None
             continue
         floor, pct, z = settings.thresholds(mon)
         det = detect(mat.x, Thresholds(abs_floor=floor, pct=pct, z=z, drop_pct=settings.drop_pct_for(mon)))
-        events += [(mon, e) for e in to_events(mat, det, mon.name, view, settings.alert_window_days, settings.gap_days)]
+        events += [
+            (mon, e)
+            for e in to_events(mat, det, mon.name, view, settings.alert_window_days, settings.gap_days)
+        ]
     existing = [a for a in _load_open(wh) if source is None or source_of(a.monitor_type) == source]
     plan = reconcile(existing, [e for _, e in events], end, now, settings.abs_floor, settings.gap_days)
     mon_of = {m.name: m for m in settings.monitors}
     changed: dict[str, Anomaly] = {}
     for a in [*plan.new, *plan.updated]:
-        mon = mon_of.get(a.monitor_type)
-        ev = next((e for _, e in events if e.monitor_type == a.monitor_type and e.monitor_key == a.monitor_key
-                   and e.peak_day == a.peak_day), None)
-        if mon and ev:
-            a = replace(a, contributors=root_cause(wh, mon, ev, view, settings.top_contributors))
+        owner = mon_of.get(a.monitor_type)
+        ev = next(
+            (
+                e
+                for _, e in events
+                if e.monitor_type == a.monitor_type
+                and e.monitor_key == a.monitor_key
+                and e.peak_day == a.peak_day
+            ),
+            None,
+        )
+        if owner and ev:
+            a = replace(a, contributors=root_cause(wh, owner, ev, view, settings.top_contributors))
         changed[a.anomaly_id] = a
     for a in plan.closed:
         changed[a.anomaly_id] = a
@@ -231,6 +286,13 @@ def run_anomalies(wh: Warehouse, settings: AnomalySettings, now: datetime | None
     result.new = [a.anomaly_id for a in plan.new]
     result.updated = [a.anomaly_id for a in plan.updated]
     result.closed = [a.anomaly_id for a in plan.closed]
-    log.info("anomalies up to %s: %d series, %d new, %d updated, %d closed, %d alerted", end, result.series,
-             len(result.new), len(result.updated), len(result.closed), len(result.alerted))
+    log.info(
+        "anomalies up to %s: %d series, %d new, %d updated, %d closed, %d alerted",
+        end,
+        result.series,
+        len(result.new),
+        len(result.updated),
+        len(result.closed),
+        len(result.alerted),
+    )
     return result
