@@ -133,14 +133,14 @@ def plan_batches(src: AzureSource, billing_period: str, *, record: bool = True) 
     from airflow.providers.microsoft.azure.hooks.wasb import WasbHook
 
     hook = WasbHook(wasb_conn_id=src.conn_id)
-    container = hook.blob_service_client.get_container_client(src.container)
+    container = hook.get_conn().get_container_client(src.container)  # the sync client
     folder = period_folder(src.prefix, billing_period)
     listing = [(b.name, b.etag, b.last_modified) for b in container.list_blobs(name_starts_with=folder)]
     runs = list_runs(listing, folder)
-    for run in runs:  # manifests decide submitted time and blob list
-        mkey = next((k for k in run.etags if k.endswith("manifest.json")), None)
+    for each in runs:  # manifests decide submitted time and blob list
+        mkey = next((k for k in each.etags if k.endswith("manifest.json")), None)
         if mkey:
-            _apply_manifest(run, json.loads(container.download_blob(mkey).readall()))
+            _apply_manifest(each, json.loads(container.download_blob(mkey).readall()))
     complete = [r for r in runs if r.legacy or r.manifest is not None]
     for r in runs:
         if not r.legacy and r.manifest is None:

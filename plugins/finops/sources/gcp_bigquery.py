@@ -75,13 +75,14 @@ def bq_client(conn_id: str, project: str | None = None):
     extras = hook.get_connection(conn_id).extra_dejson
     endpoint = extras.get("api_endpoint")
     if not endpoint:
-        return hook.get_client(project_id=project)
+        return hook.get_client(project_id=project) if project else hook.get_client()
     from google.api_core.client_options import ClientOptions
     from google.cloud import bigquery
 
-    if extras.get("anonymous"):
-        from google.auth.credentials import AnonymousCredentials
+    from google.auth.credentials import AnonymousCredentials, Credentials
 
+    creds: Credentials
+    if extras.get("anonymous"):
         creds = AnonymousCredentials()
     else:
         creds = hook.get_credentials()

@@ -35,6 +35,13 @@ class Reader:
         )
         return {r[0] for r in rows}
 
+    @property
+    def warehouse(self) -> Warehouse:
+        """The open warehouse, for a query reached only once has(...) found its tables."""
+        if self.wh is None:
+            raise RuntimeError("no FinOps warehouse is open for this request")
+        return self.wh
+
     def has(self, *tables: str) -> bool:
         return all(t in self._tables for t in tables)
 

@@ -120,7 +120,7 @@ def overview(r: Reader) -> dict[str, Any]:
     if r.has("load_log", "ui_rollup_state"):
         from finops.ui.rollup import stale_partitions
 
-        out["stale_partitions"] = len(stale_partitions(r.wh))  # type: ignore[arg-type]
+        out["stale_partitions"] = len(stale_partitions(r.warehouse))
     return out
 
 
@@ -133,7 +133,7 @@ def _stale(r: Reader) -> list[tuple[str, str]] | None:
         return None
     from finops.ui.rollup import stale_partitions
 
-    return stale_partitions(r.wh)  # type: ignore[arg-type]
+    return stale_partitions(r.warehouse)
 
 
 def _partitions_sql(parts: list[tuple[str, str]]) -> tuple[str, list[str]]:
@@ -158,7 +158,7 @@ def _cost_rows(r: Reader, dim: str, view: str, grain: str, start: date, end: dat
     parts: list[str] = []
     params: list[Any] = []
     if stale is not None:
-        not_stale, p = ("", [])
+        not_stale, p = "", list[str]()
         if stale:
             s, p = _partitions_sql(stale)
             not_stale = f" AND NOT {s}"
@@ -470,7 +470,7 @@ def gpu_price_performance(r: Reader) -> dict[str, Any]:
         return empty("table gpu_benchmarks does not exist yet")
     from finops.bench.report import price_performance
 
-    rows = price_performance(r.wh, _bench_settings())  # type: ignore[arg-type]
+    rows = price_performance(r.warehouse, _bench_settings())
     if not rows:
         return empty("no benchmark figures with a matching price yet")
     rows.sort(key=lambda x: (x["provider"], x["instance_type"], x["region"], x["pricing_model"]))
@@ -488,8 +488,8 @@ def cheapest(r: Reader, job: Any, limit: int = 20, currency: str = "USD") -> dic
     from finops.bench import pricing, store
     from finops.bench.report import latest_prices
 
-    measured = pricing.measured_from_rows(store.latest_rows(r.wh))  # type: ignore[arg-type]
-    prices = latest_prices(r.wh, _bench_settings())  # type: ignore[arg-type]
+    measured = pricing.measured_from_rows(store.latest_rows(r.warehouse))
+    prices = latest_prices(r.warehouse, _bench_settings())
     currencies = sorted({p.currency for p in prices})
     offers = pricing.offers_for(measured, [p for p in prices if p.currency == currency])
     if not offers:
@@ -499,7 +499,7 @@ def cheapest(r: Reader, job: Any, limit: int = 20, currency: str = "USD") -> dic
                      currency=currency, currencies=currencies)
     from finops.prices.queries import offered_places  # a type a region does not offer is never proposed
 
-    offered = offered_places(r.wh) if r.has("instance_availability") else None
+    offered = offered_places(r.warehouse) if r.has("instance_availability") else None
     ranked = pricing.cheapest_place_to_run(job, offers, offered)[:limit]
     items = [{"provider": x.offer.provider, "region": x.offer.region, "instance_type": x.offer.instance_type,
               "pricing_model": x.offer.pricing_model, "gpu_model": x.offer.gpu_model,
@@ -521,6 +521,6 @@ def catalog_drift(r: Reader) -> dict[str, Any]:
 
     items = [{"provider": d.provider, "instance_type": d.instance_type, "gpu_name": d.gpu_name,
               "gpu_count": d.gpu_count, "source": d.source, "updated_at": d.updated_at}
-             for d in drift(r.wh)]  # type: ignore[arg-type]
+             for d in drift(r.warehouse)]
     return {"empty": False, "items": items}
 

@@ -135,7 +135,7 @@ class PostgresWarehouse:
                 return pa.table({})
             names = [d.name for d in cur.description]
             types = [(d.type_code, d.precision, d.scale) for d in cur.description]
-            chunks = []
+            chunks: list[pa.Table] = []
             while True:
                 rows = cur.fetchmany(FETCH_ROWS)
                 if not rows and chunks:
