@@ -77,9 +77,8 @@ def bq_client(conn_id: str, project: str | None = None):
     if not endpoint:
         return hook.get_client(project_id=project) if project else hook.get_client()
     from google.api_core.client_options import ClientOptions
-    from google.cloud import bigquery
-
     from google.auth.credentials import AnonymousCredentials, Credentials
+    from google.cloud import bigquery
 
     creds: Credentials
     if extras.get("anonymous"):
