@@ -45,7 +45,7 @@ class SmtpRecorder:
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd hook
         self.inbox.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
         raw = envelope.original_content or envelope.content
-        self.inbox.messages.append(message_from_bytes(raw, policy=default))  # type: ignore[arg-type]
+        self.inbox.messages.append(message_from_bytes(raw, policy=default))
         return "250 Message accepted for delivery"
 
 

@@ -532,11 +532,11 @@ class _Gen:
             "line_item_legal_entity": "Amazon Web Services, Inc.", "line_item_usage_type": "", "line_item_operation": "",
             "reservation_reservation_a_r_n": "", "savings_plan_savings_plan_a_r_n": "",
         }
-        for name, d in defaults.items():
+        for name, default in defaults.items():
             if name == "identity_line_item_id":
-                cols[name] = d
+                cols[name] = default
             else:
-                cols[name] = [v if v is not None else d for v in cols[name]]
+                cols[name] = [v if v is not None else default for v in cols[name]]
         return self._table(cols)
 
 

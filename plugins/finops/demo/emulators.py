@@ -152,8 +152,10 @@ def bigquery_emulator(conn_id: str | None = None, project: str = "billing-proj",
     from bqemulator.storage import engine as bq_engine
 
     saved = (bq_engine.DuckDBEngine._load_spatial, bq_engine.DuckDBEngine._load_format_extensions)
-    bq_engine.DuckDBEngine._load_spatial = lambda self: None  # offline: no INSTALL spatial
-    bq_engine.DuckDBEngine._load_format_extensions = lambda self: None
+    # offline: no INSTALL spatial / format extensions. A deliberate patch of the emulator's
+    # methods, restored below, which mypy reports as method-assign.
+    bq_engine.DuckDBEngine._load_spatial = lambda self: None  # type: ignore[method-assign]
+    bq_engine.DuckDBEngine._load_format_extensions = lambda self: None  # type: ignore[method-assign]
     settings = Settings(persistence_mode=PersistenceMode.EPHEMERAL, rest_host="127.0.0.1", rest_port=0,
                         grpc_host="127.0.0.1", grpc_port=0, log_level=LogLevel(log_level))
     emu = ThreadedBigQuery(settings)
@@ -166,7 +168,7 @@ def bigquery_emulator(conn_id: str | None = None, project: str = "billing-proj",
             yield url
     finally:
         emu.stop()
-        bq_engine.DuckDBEngine._load_spatial, bq_engine.DuckDBEngine._load_format_extensions = saved
+        bq_engine.DuckDBEngine._load_spatial, bq_engine.DuckDBEngine._load_format_extensions = saved  # type: ignore[method-assign]
 
 
 def bigquery_client(endpoint: str, project: str = "billing-proj") -> Any:
@@ -316,7 +318,8 @@ def lambda_api(conn_id: str | None = None, state: LambdaApiState | None = None) 
     """A running fake Lambda Cloud API on a free loopback port."""
     state = state or LambdaApiState()
     server = _LambdaServer(state)
-    host, port = server.server_address[0], server.server_address[1]
+    raw_host, port = server.server_address[0], server.server_address[1]
+    host = raw_host.decode() if isinstance(raw_host, bytes) else raw_host  # AF_INET: always str
     thread = threading.Thread(target=server.serve_forever, name="lambda-api", daemon=True)
     thread.start()
     try:

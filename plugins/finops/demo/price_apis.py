@@ -75,7 +75,10 @@ class PriceApiEmulator:
 # --------------------------------------------------------------------------- Azure Retail Prices
 
 
-def prices_azure_item(arm_sku: str, sku_name: str, price: float, region: str = "eastus", **over: Any) -> dict:
+def prices_azure_item(
+    arm_sku: str | None, sku_name: str, price: float | str, region: str = "eastus", **over: Any
+) -> dict:
+    """One Retail Prices API item; a None SKU or a string price is a malformed value to skip."""
     series = re.sub(r"^Standard_", "", str(arm_sku)).replace("_", "")
     item = {
         "currencyCode": "USD",
@@ -155,7 +158,7 @@ def prices_azure_catalog() -> list[dict]:
         prices_azure_item("Standard_NC6_Neg", "NC6 Neg", -3),
         prices_azure_item("Standard_NC12_Unit", "NC12", 1.0, unitOfMeasure="1/Month"),
         prices_azure_item("Standard_NC40ads_H100_v5", "NC40ads H100 v5", "1e999"),
-        prices_azure_item(None, "NC null sku", 1.0),  # type: ignore[arg-type]
+        prices_azure_item(None, "NC null sku", 1.0),
         prices_azure_item("Standard_NC40ads_H100_v5", "NC40ads H100 v5", 6.98, armRegionName="east us; drop"),
     ]
     return items

@@ -296,7 +296,7 @@ def pick_offer(wh: Any) -> tuple[str, str, str] | None:
         "AND s.os = o.os AND s.pricing_model = 'spot' WHERE o.pricing_model = 'ondemand' AND o.os = 'linux' "
         "ORDER BY o.price_per_hour, o.provider, o.region, o.instance_type LIMIT 1"
     )
-    return tuple(rows[0]) if rows else None  # type: ignore[return-value]
+    return tuple(rows[0]) if rows else None
 
 
 def benchmark(out: Path) -> StageResult:
