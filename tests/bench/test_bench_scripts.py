@@ -24,7 +24,7 @@ def _run(script: str, *args: str) -> str:
 
 def test_validate_bench():
     out = _run("validate.py", "--rows", "2000")
-    assert "validate_staging: success=True rules=41 failures=[]" in out and "rows/s:" in out
+    assert "validate_staging: success=True rules=43 failures=[]" in out and "rows/s:" in out
 
 
 @pytest.mark.postgres
