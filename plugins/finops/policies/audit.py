@@ -199,7 +199,11 @@ def unfinished(wh: Warehouse, policy: str) -> list[Unfinished]:
         "ORDER BY created_at, action_id",
         [policy, *UNFINISHED],
     )
-    return [Unfinished(*r[:9], json.loads(r[9]) if r[9] else {}) for r in rows]
+    out = []
+    for aid, run_id, provider, account, region, rid, name, action, status, evidence in rows:
+        ev = json.loads(evidence) if evidence else {}
+        out.append(Unfinished(aid, run_id, provider, account, region, rid, name, action, status, ev))
+    return out
 
 
 def overlapping_actions(

@@ -4,7 +4,7 @@ only makes sense against a local server (base_url) and is refused otherwise."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from finops.policies.engine import Cloud
 from finops.policies.model import Policy, PolicyError, Target
@@ -31,7 +31,13 @@ def _azure_token(conn_id: str) -> TokenProvider:
 
     c = BaseHook.get_connection(conn_id)
     extra = c.extra_dejson
-    cred = ClientSecretCredential(extra.get("tenantId") or extra.get("tenant_id"), c.login, c.password)
+    tenant = extra.get("tenantId") or extra.get("tenant_id")
+    if not tenant or not c.login or not c.password:
+        raise PolicyError(
+            f"Airflow connection {conn_id!r} needs the service principal's client id (login), "
+            "secret (password) and tenantId (extra) to act on Azure resources"
+        )
+    cred = ClientSecretCredential(tenant, c.login, c.password)
     return lambda: cred.get_token("https://management.azure.com/.default").token
 
 
@@ -42,7 +48,7 @@ def _lambda_token(conn_id: str) -> TokenProvider:
     return lambda: key
 
 
-def _token(t: Target, make) -> TokenProvider | None:  # type: ignore[no-untyped-def]
+def _token(t: Target, make: Callable[[str], TokenProvider]) -> TokenProvider | None:
     if t.conn_id:
         return make(t.conn_id)
     if not t.base_url:

@@ -294,7 +294,7 @@ def decide(
     return _violation(policy, resource, d, reason, mark_note, marked_at, now, owner, ev)
 
 
-def _violation(policy, resource, d, reason, mark_note, marked_at, now, owner, ev) -> Decision:  # type: ignore[no-untyped-def]
+def _violation(policy, resource, d, reason, mark_note, marked_at, now, owner, ev) -> Decision:
     verdict: Verdict = "violation" if policy.kind == "tags" else "idle"
     if policy.action in ("report", "notify"):
         return d(verdict, policy.action, reason, **ev)

@@ -460,7 +460,8 @@ def _attempt(
         errors.append(f"{rid}: {result}")
         log.error("policy %s: %s on %s %s", policy.name, d.action, rid, result)
         return d, result
-    status, extra = audit.DONE, {}
+    status = audit.DONE
+    extra: dict[str, Any] = {}
     try:
         by = _done_by_overlapping_run(policy, wh, d, run_id, started)
         if by:

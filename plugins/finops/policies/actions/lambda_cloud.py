@@ -20,7 +20,8 @@ class LambdaActions:
     def mark(self, resource: Resource, key: str, value: str, dry_run: bool) -> str:
         raise NotImplementedError("Lambda Cloud marks are stored in policy_marks by the engine")
 
-    unmark = mark  # type: ignore[assignment]
+    def unmark(self, resource: Resource, key: str, dry_run: bool) -> str:
+        raise NotImplementedError("Lambda Cloud marks are stored in policy_marks by the engine")
 
     def stop(self, resource: Resource, dry_run: bool) -> str:
         if not self.allow_terminate:
