@@ -26,18 +26,9 @@ def _gcp_token(conn_id: str) -> TokenProvider:
 
 
 def _azure_token(conn_id: str) -> TokenProvider:
-    from airflow.sdk import BaseHook
-    from azure.identity import ClientSecretCredential
+    from finops.azure_credentials import service_principal
 
-    c = BaseHook.get_connection(conn_id)
-    extra = c.extra_dejson
-    tenant = extra.get("tenantId") or extra.get("tenant_id")
-    if not tenant or not c.login or not c.password:
-        raise PolicyError(
-            f"Airflow connection {conn_id!r} needs the service principal's client id (login), "
-            "secret (password) and tenantId (extra) to act on Azure resources"
-        )
-    cred = ClientSecretCredential(tenant, c.login, c.password)
+    cred = service_principal(conn_id, "act on Azure resources")
     return lambda: cred.get_token("https://management.azure.com/.default").token
 
 

@@ -394,18 +394,9 @@ def _azure_specs(
 
 def _arm_token(conn_id: str) -> str:
     """An ARM bearer token from an Azure service-principal connection (as the policies use)."""
-    from airflow.sdk import BaseHook
-    from azure.identity import ClientSecretCredential
+    from finops.azure_credentials import service_principal
 
-    c = BaseHook.get_connection(conn_id)
-    extra = c.extra_dejson
-    tenant = extra.get("tenantId") or extra.get("tenant_id")
-    if not tenant or not c.login or not c.password:
-        raise ValueError(
-            f"Airflow connection {conn_id!r} needs the service principal's client id (login), "
-            "secret (password) and tenantId (extra) to read Azure Resource SKUs"
-        )
-    cred = ClientSecretCredential(tenant, c.login, c.password)
+    cred = service_principal(conn_id, "read Azure Resource SKUs")
     return cred.get_token("https://management.azure.com/.default").token
 
 
