@@ -60,11 +60,13 @@ ui: setup
 
 test: setup services focus-validator focus-converters node-tools chromium
 	$(BIN)/ruff check plugins dags tests bench
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 tests
 
 lint: setup
 	$(BIN)/ruff check plugins dags tests bench
 	$(BIN)/ruff format --check plugins dags tests bench
+	$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) .venv-focus .venv-focus-converters .finops .finops-test node_modules
