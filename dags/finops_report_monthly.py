@@ -45,7 +45,7 @@ def finops_report_monthly():
 
         ctx = get_current_context()
         p = ctx["params"]
-        today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now(UTC)).date()
+        today = (ctx.get("logical_date") or getattr(ctx.get("dag_run"), "run_after", None) or datetime.now(UTC)).date()
         period = p.get("billing_period") or previous_period(today)
         return run_report_task(period, p.get("cost_view", "amortised"), bool(p.get("send_email", True)),
                                list(p.get("teams") or []), resend=bool(p.get("resend", False)),

@@ -42,7 +42,7 @@ def finops_showback():
         from finops.allocation.tasks import showback_periods
 
         ctx = get_current_context()
-        today = (ctx.get("logical_date") or ctx.get("run_after") or datetime.now(UTC)).date()
+        today = (ctx.get("logical_date") or getattr(ctx.get("dag_run"), "run_after", None) or datetime.now(UTC)).date()
         return showback_periods(ctx["params"].get("billing_period"), today)
 
     # one writer at a time on the embedded DuckDB; a month of focus_costs rewritten per period
