@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from finops.demo.cur_generator import CUR2_SCHEMA
-from finops.focus.aws_cur import Cur2Converter, CurLegacyConverter, legacy_to_snake
+from finops.focus.aws_cur import REQUIRED, Cur2Converter, CurLegacyConverter, legacy_to_snake
 from finops.focus.schema import snake_names
 from finops.ingest import ConversionError
 from tests.focus._convert import convert
@@ -426,17 +426,7 @@ def test_missing_required_column_is_a_clear_error(tmp_path, finops_home):
 
 
 def test_optional_columns_absent_and_unknown_extra_columns_tolerated(tmp_path, finops_home):
-    keep = [
-        "bill_payer_account_id",
-        "bill_billing_period_start_date",
-        "bill_billing_period_end_date",
-        "line_item_line_item_type",
-        "line_item_unblended_cost",
-        "line_item_usage_start_date",
-        "line_item_usage_end_date",
-        "line_item_currency_code",
-        "line_item_product_code",
-    ]
+    keep = list(REQUIRED)  # exactly the columns the mapping cannot work without
     tbl = pa.Table.from_pylist([cur_row(line_item_unblended_cost=7.5)], schema=CUR2_SCHEMA).select(keep)
     tbl = tbl.append_column("x_brand_new_aws_column", pa.array(["surprise"]))
     pq.write_table(tbl, tmp_path / "min.parquet")
