@@ -6,7 +6,8 @@ Version ranges keep parallel work from colliding:
   1-99 core (focus_costs, load_log, quarantine)   100-199 prices / instance catalog
   200-299 policies / tag compliance               300-399 gpu benchmarks
   400-499 showback / anomalies / alerts           500-599 other billing sources (lambda lifetimes)
-  600-699 ui helpers (views, indexes)
+  600-699 ui helpers (views, indexes)     700-799 training jobs / attempts
+  800-899 commitments                     900-999 reliability / operations
 """
 
 from __future__ import annotations
