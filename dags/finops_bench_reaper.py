@@ -2,7 +2,7 @@
 cloud that has a configured benchmark target. Dry-run by default for manual runs; scheduled
 runs follow benchmarks.dry_run, except that they always end an expired instance the audit log
 shows this package launched for real (a manual live benchmark run while the config says dry).
-Wiring only: finops.bench.lifecycle.reap does the work."""
+Wiring only: finops.gpubench.lifecycle.reap does the work."""
 
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ from finops.alerts.task_failure import task_failed
 def finops_bench_reaper():
     @task
     def reap() -> dict[str, Any]:
-        from finops.bench import lifecycle
-        from finops.bench.launchers import for_target
-        from finops.bench.settings import get_settings
+        from finops.gpubench import lifecycle
+        from finops.gpubench.launchers import for_target
+        from finops.gpubench.settings import get_settings
         from finops.warehouse import connect
 
         ctx = get_current_context()

@@ -3,7 +3,7 @@
 For each configured (provider, region, instance type, pricing model), a mapped task group:
 prepare + launch (setups) -> deferrable wait for the results object -> collect -> terminate
 (teardown: always runs, finds instances by tag, polls until they are gone). Then the figures
-are joined with the latest prices. Wiring only: the logic lives in finops.bench.lifecycle.
+are joined with the latest prices. Wiring only: the logic lives in finops.gpubench.lifecycle.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 from airflow.sdk import Param, dag, get_current_context, task, task_group
 
 from finops.alerts.task_failure import task_failed
-from finops.bench.operators import WaitForBenchResultsOperator
+from finops.gpubench.operators import WaitForBenchResultsOperator
 
 DEFAULT_ARGS = {
     "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
@@ -53,8 +53,8 @@ def finops_gpu_benchmark():
     def plan() -> list[dict[str, Any]]:
         from airflow.sdk.exceptions import AirflowFailException
 
-        from finops.bench import lifecycle
-        from finops.bench.settings import get_settings
+        from finops.gpubench import lifecycle
+        from finops.gpubench.settings import get_settings
 
         ctx = get_current_context()
         params = ctx["params"]
@@ -71,8 +71,8 @@ def finops_gpu_benchmark():
 
     @task
     def prepare(item: dict[str, Any]) -> dict[str, Any]:
-        from finops.bench import lifecycle
-        from finops.bench.settings import get_settings
+        from finops.gpubench import lifecycle
+        from finops.gpubench.settings import get_settings
 
         ctx = get_current_context()
         out = lifecycle.prepare(get_settings(), item["target"], ctx["run_id"], dag_id=ctx["dag"].dag_id)
@@ -83,10 +83,10 @@ def finops_gpu_benchmark():
     # covers other runs). A launch takes seconds; the benchmarks themselves still run in parallel.
     @task(retries=3, max_active_tis_per_dagrun=1)
     def launch(prepared: dict[str, Any]) -> dict[str, Any]:
-        from finops.bench import lifecycle
-        from finops.bench.launchers import for_target
-        from finops.bench.operators import make_presign
-        from finops.bench.settings import get_settings
+        from finops.gpubench import lifecycle
+        from finops.gpubench.launchers import for_target
+        from finops.gpubench.operators import make_presign
+        from finops.gpubench.settings import get_settings
         from finops.warehouse import connect
 
         settings = get_settings()
@@ -105,9 +105,9 @@ def finops_gpu_benchmark():
 
     @task
     def collect(launched: dict[str, Any], waited: dict[str, Any]) -> int:
-        from finops.bench import lifecycle
-        from finops.bench.operators import make_reader, results_conn
-        from finops.bench.settings import get_settings
+        from finops.gpubench import lifecycle
+        from finops.gpubench.operators import make_reader, results_conn
+        from finops.gpubench.settings import get_settings
         from finops.warehouse import connect
 
         if launched.get("dry_run"):
@@ -122,9 +122,9 @@ def finops_gpu_benchmark():
     # terminate polls until the instances are gone or terminate_timeout_s (at most 1 h) has passed
     @task(retries=3, execution_timeout=timedelta(minutes=75))
     def terminate(prepared: dict[str, Any]) -> dict[str, Any]:
-        from finops.bench import lifecycle
-        from finops.bench.launchers import for_target
-        from finops.bench.settings import get_settings
+        from finops.gpubench import lifecycle
+        from finops.gpubench.launchers import for_target
+        from finops.gpubench.settings import get_settings
         from finops.warehouse import connect
 
         if prepared["dry_run"]:
@@ -153,8 +153,8 @@ def finops_gpu_benchmark():
     @task(trigger_rule="all_done", retries=0)
     def report() -> list[dict[str, Any]]:
         """Join the figures with the latest prices; fail the run if any benchmark failed."""
-        from finops.bench.report import failed_runs, price_performance
-        from finops.bench.settings import get_settings
+        from finops.gpubench.report import failed_runs, price_performance
+        from finops.gpubench.settings import get_settings
         from finops.warehouse import connect
 
         wh = connect()

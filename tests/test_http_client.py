@@ -261,8 +261,8 @@ def test_next_page_links_absolute_on_the_same_host_only(api):
 
 
 def test_caller_error_types_are_kept(api):
-    from finops.bench.launchers.rest import ApiError
-    from finops.bench.launchers.rest import RestClient as BenchClient
+    from finops.gpubench.launchers.rest import ApiError
+    from finops.gpubench.launchers.rest import RestClient as BenchClient
     from finops.policies.rest import RestClient, RestError
     from finops.prices.http import HttpClient as PriceClient
     from finops.prices.http import PriceSourceError, RetryableHTTPError

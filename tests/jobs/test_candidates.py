@@ -1,11 +1,11 @@
-"""Candidates from benchmark rows and prices, through finops.bench.pricing, into the planner."""
+"""Candidates from benchmark rows and prices, through finops.gpubench.pricing, into the planner."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from finops.bench.pricing import Price, measured_from_rows, offers_for
+from finops.gpubench.pricing import Price, measured_from_rows, offers_for
 from finops.jobs.candidates import candidates_from_offers
 from finops.jobs.planner import plan
 from finops.jobs.spec import parse_job_spec

@@ -1,7 +1,7 @@
 """Planner decisions on hand-computed figures.
 
 The work: 36,000 steps. Checkpoints every 36 min (0.6 h); restart overhead 0.1 h, so a spot
-interruption loses 0.6 / 2 + 0.1 = 0.4 h (finops.bench.pricing.expected_run).
+interruption loses 0.6 / 2 + 0.1 = 0.4 h (finops.gpubench.pricing.expected_run).
 - A100 on-demand $4/h, fp32 100 ms/step: 36,000 x 0.1 s = 1 h -> $4.00.
 - A100 spot $1/h at 0.5 interruptions/h: 0.5 x 0.4 = 0.2 of every hour lost -> 1 / 0.8 = 1.25 h
   -> $1.25.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from finops.bench.pricing import Job, Offer, cheapest_place_to_run
+from finops.gpubench.pricing import Job, Offer, cheapest_place_to_run
 from finops.prices import queries, store
 from finops.prices.records import Offering
 

@@ -8,8 +8,8 @@ way it fell short as a problem, which fails `make demo`.
   policies      finops_audit, dry run, on the moto fleet (finops.demo.fleet) -> its report;
                 the fleet's states and tags must be unchanged
   prices        finops_prices against the local price API fakes (finops.demo.price_apis)
-  benchmark     `python -m finops.bench` on this machine's CPU, stored and priced against the
-                loaded prices (finops.bench.report)
+  benchmark     `python -m finops.gpubench` on this machine's CPU, stored and priced against the
+                loaded prices (finops.gpubench.report)
 """
 
 from __future__ import annotations
@@ -301,7 +301,7 @@ def pick_offer(wh: Any) -> tuple[str, str, str] | None:
 
 def benchmark(out: Path) -> StageResult:
     def body(res: StageResult) -> None:
-        from finops.bench import report, store
+        from finops.gpubench import report, store
 
         doc_path = out / "bench-cpu.json"
         out.mkdir(parents=True, exist_ok=True)
@@ -309,7 +309,7 @@ def benchmark(out: Path) -> StageResult:
             [
                 sys.executable,
                 "-m",
-                "finops.bench",
+                "finops.gpubench",
                 "--json",
                 str(doc_path),
                 "--device",
@@ -323,13 +323,13 @@ def benchmark(out: Path) -> StageResult:
         )
         if not res.need(
             proc.returncode == 0 and doc_path.exists(),
-            f"python -m finops.bench failed (exit {proc.returncode}): {proc.stderr[-500:]}",
+            f"python -m finops.gpubench failed (exit {proc.returncode}): {proc.stderr[-500:]}",
         ):
             return
         doc = json.loads(doc_path.read_text())
         res.files.append(doc_path)
         res.lines.append(
-            f"  python -m finops.bench --device cpu: {doc['device'].get('name')}, profile "
+            f"  python -m finops.gpubench --device cpu: {doc['device'].get('name')}, profile "
             f"{doc['profile']}, {doc['duration_s']:.1f} s"
         )
         for m in doc["results"]:

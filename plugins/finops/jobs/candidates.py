@@ -1,4 +1,4 @@
-"""Planner candidates from what the project measures: `finops.bench.pricing` offers (benchmark
+"""Planner candidates from what the project measures: `finops.gpubench.pricing` offers (benchmark
 step times joined with instance prices and spot interruption rates, see `offers_for`) plus GPU
 memory per model from the catalog. Pure: the edge reads the warehouse and passes plain values.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from finops.bench.pricing import Offer
+from finops.gpubench.pricing import Offer
 from finops.jobs.planner import Candidate
 
 

@@ -10,7 +10,7 @@ Rules, in order, per (candidate, precision):
    precision (`min_gpu_memory_gib`, or `min_gpu_memory_gib_amp` under AMP, which lets a
    smaller GPU qualify); a step time is known (the user's own measurement for the GPU model
    wins over the benchmark's).
-2. `finops.bench.pricing.expected_run` for the remaining steps: wall hours include the work
+2. `finops.gpubench.pricing.expected_run` for the remaining steps: wall hours include the work
    lost to spot interruptions and the restarts; an offer interrupted faster than it
    progresses is rejected.
 3. spot is out once the job has had `max_spot_preemptions` preemptions; on-demand is out for
@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Literal
 
-from finops.bench.pricing import Job, Offer, expected_run
+from finops.gpubench.pricing import Job, Offer, expected_run
 from finops.jobs.spec import JobSpec
 
 Action = Literal["launch", "wait", "stop"]

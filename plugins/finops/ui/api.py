@@ -163,7 +163,7 @@ def gpu_cheapest(
     currency: Annotated[str, Query(pattern=r"^[A-Z]{3}$")] = "USD",
 ) -> dict[str, Any]:
     """The "cheapest place to run a job" form: offers ranked by expected cost incl. spot interruptions."""
-    from finops.bench.pricing import Job
+    from finops.gpubench.pricing import Job
 
     job = Job(steps=steps, precision=precision, checkpoint_interval_h=checkpoint_interval_h,
               restart_overhead_h=restart_overhead_h, checkpoint_cost_h=checkpoint_cost_h,

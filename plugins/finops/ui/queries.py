@@ -456,7 +456,7 @@ def tag_compliance(r: Reader, *, day: date | None, tag_keys: list[str], page: Pa
 def _bench_settings() -> Any:
     """The `benchmarks` config section (fallback prices), or None when it does not parse."""
     try:
-        from finops.bench.settings import parse_settings
+        from finops.gpubench.settings import parse_settings
         from finops.config import get_config
 
         return parse_settings(get_config().benchmarks)
@@ -465,10 +465,10 @@ def _bench_settings() -> Any:
 
 
 def gpu_price_performance(r: Reader) -> dict[str, Any]:
-    """$ per TFLOP-hour per dtype and $ per 1k steps, spot vs on-demand, AMP saving (finops.bench.pricing)."""
+    """$ per TFLOP-hour per dtype and $ per 1k steps, spot vs on-demand, AMP saving (finops.gpubench.pricing)."""
     if not r.has("gpu_benchmarks"):
         return empty("table gpu_benchmarks does not exist yet")
-    from finops.bench.report import price_performance
+    from finops.gpubench.report import price_performance
 
     rows = price_performance(r.warehouse, _bench_settings())
     if not rows:
@@ -485,8 +485,8 @@ def cheapest(r: Reader, job: Any, limit: int = 20, currency: str = "USD") -> dic
     (prices.azure.currency: EUR) would otherwise be ranked against USD ones as if it were USD."""
     if not r.has("gpu_benchmarks"):
         return empty("table gpu_benchmarks does not exist yet")
-    from finops.bench import pricing, store
-    from finops.bench.report import latest_prices
+    from finops.gpubench import pricing, store
+    from finops.gpubench.report import latest_prices
 
     measured = pricing.measured_from_rows(store.latest_rows(r.warehouse))
     prices = latest_prices(r.warehouse, _bench_settings())

@@ -1,8 +1,8 @@
 """gpu_benchmarks_latest leaves smoke-test runs out: a quick run (profile cuda-quick: one 4096^3
 matmul, a 4-layer d512 model) measures another model's step, so it must never replace the full
-figures that $/1k steps and $/TFLOP-h compare (finops.bench.store.latest_rows reads this view).
-The profile name is a literal here, as migrations are fixed snapshots; tests/bench/test_store.py
-checks it against finops.bench.profiles."""
+figures that $/1k steps and $/TFLOP-h compare (finops.gpubench.store.latest_rows reads this view).
+The profile name is a literal here, as migrations are fixed snapshots; tests/gpubench/test_store.py
+checks it against finops.gpubench.profiles."""
 
 from __future__ import annotations
 

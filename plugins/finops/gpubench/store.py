@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.bench.schema import validate
+from finops.gpubench.schema import validate
 from finops.warehouse.base import Warehouse
 
 _METRIC_COLS = ("bench_run_id", "provider", "region", "instance_type", "pricing_model", "gpu_model", "gpu_count",

@@ -12,11 +12,11 @@ import botocore.exceptions
 import pytest
 import requests
 
-from finops.bench import lifecycle
-from finops.bench.launchers.aws import AwsLauncher
-from finops.bench.launchers.base import CapReached, LaunchError, TerminateError
-from finops.bench.operators import make_presign, make_reader
-from finops.bench.triggers import BenchResultsTrigger
+from finops.gpubench import lifecycle
+from finops.gpubench.launchers.aws import AwsLauncher
+from finops.gpubench.launchers.base import CapReached, LaunchError, TerminateError
+from finops.gpubench.operators import make_presign, make_reader
+from finops.gpubench.triggers import BenchResultsTrigger
 
 DAG_RUN = "scheduled__2026-11-16T06:00:00+00:00"
 
@@ -147,7 +147,7 @@ def test_launch_fails_after_instance_was_created(bench_ec2, bench_settings, duck
 
 
 def test_results_never_arrive(bench_ec2, bench_settings, finops_home, aws_conn, bench_alerts):
-    from finops.bench.operators import WaitForBenchResultsOperator
+    from finops.gpubench.operators import WaitForBenchResultsOperator
     from finops.warehouse import connect
 
     client, _ = bench_ec2
@@ -291,7 +291,7 @@ def test_reaper_terminates_only_expired_tagged_instances(bench_ec2, bench_settin
 
 def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
     """An instance whose torch sees no GPU must not have its CPU figures stored as the GPU's."""
-    from finops.bench.suite import run_suite
+    from finops.gpubench.suite import run_suite
 
     client, _ = bench_ec2
     launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from finops.bench import lifecycle
-from finops.bench.launchers.base import LaunchSpec
-from finops.bench.launchers.lambda_cloud import LambdaLauncher
-from finops.bench.launchers.rest import RestClient
-from finops.bench.settings import parse_settings
+from finops.gpubench import lifecycle
+from finops.gpubench.launchers.base import LaunchSpec
+from finops.gpubench.launchers.lambda_cloud import LambdaLauncher
+from finops.gpubench.launchers.rest import RestClient
+from finops.gpubench.settings import parse_settings
 
 TARGET = {
     "provider": "lambda",

@@ -82,7 +82,7 @@ class BenchResultsTrigger(BaseTrigger):
         self._sync_hook: Any = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return ("finops.bench.triggers.BenchResultsTrigger", {
+        return ("finops.gpubench.triggers.BenchResultsTrigger", {
             "uri": self.uri, "conn_id": self.conn_id, "timeout_s": self.timeout_s, "poll_s": self.poll_s,
             "started_at": self.started_at,
         })

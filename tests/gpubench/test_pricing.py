@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from finops.bench.pricing import (
+from finops.gpubench.pricing import (
     Job,
     Offer,
     Price,

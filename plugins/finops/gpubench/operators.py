@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from finops.bench.triggers import BenchResultsTrigger, split_uri
+from finops.gpubench.triggers import BenchResultsTrigger, split_uri
 
 
 def make_presign(conn_id: str) -> Callable[[str, int], str]:
@@ -70,7 +70,7 @@ class WaitForBenchResultsOperator(BaseOperator):
         self.poll_s = poll_s
 
     def execute(self, context: Any) -> dict[str, Any]:
-        from finops.bench.settings import get_settings
+        from finops.gpubench.settings import get_settings
 
         info = self.launched
         if info.get("dry_run"):
@@ -89,7 +89,7 @@ class WaitForBenchResultsOperator(BaseOperator):
         event = event or {}
         if event.get("status") == "found":
             return event
-        from finops.bench.lifecycle import report_failure
+        from finops.gpubench.lifecycle import report_failure
         from finops.warehouse import connect
 
         msg = (f"results never arrived at {self.launched['results_uri']} "

@@ -9,14 +9,14 @@ import sys
 
 import pytest
 
-from finops.bench.schema import validate
+from finops.gpubench.schema import validate
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(shutil.which("nvidia-smi") is None, reason="no NVIDIA GPU")]
 
 
 def test_quick_suite_on_cuda(tmp_path):
     out = tmp_path / "gpu.json"
-    proc = subprocess.run([sys.executable, "-m", "finops.bench", "--json", str(out), "--quick", "--device", "cuda"],
+    proc = subprocess.run([sys.executable, "-m", "finops.gpubench", "--json", str(out), "--quick", "--device", "cuda"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = validate(json.loads(out.read_text()))

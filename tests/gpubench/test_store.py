@@ -7,8 +7,8 @@ from datetime import datetime
 
 import pytest
 
-from finops.bench import report, store
-from finops.bench.settings import BenchSettingsError, parse_settings
+from finops.gpubench import report, store
+from finops.gpubench.settings import BenchSettingsError, parse_settings
 
 TARGET = {"provider": "aws", "region": "us-east-1", "instance_type": "p5.48xlarge", "pricing_model": "spot",
           "gpu_count": 8}
@@ -100,7 +100,7 @@ def test_quick_smoke_run_never_replaces_full_figures(any_wh, bench_doc):
 
 def test_the_latest_view_names_every_quick_profile():
     """Migration 301's view spells the smoke-test profiles as literals: they must be the bench's."""
-    from finops.bench.profiles import CUDA_QUICK
+    from finops.gpubench.profiles import CUDA_QUICK
     from finops.warehouse.migrations import m0301_gpu_benchmarks_latest_full as m0301
 
     assert m0301.QUICK_PROFILES == (CUDA_QUICK.name,)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from finops.bench import pricing, store
-from finops.bench.settings import BenchSettings
+from finops.gpubench import pricing, store
+from finops.gpubench.settings import BenchSettings
 from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)

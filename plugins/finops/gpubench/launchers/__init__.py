@@ -6,24 +6,24 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from finops.bench.launchers.base import Launcher
-    from finops.bench.settings import Target
+    from finops.gpubench.launchers.base import Launcher
+    from finops.gpubench.settings import Target
 
 
 def for_target(target: Target, max_running: int = 8) -> Launcher:
     """A launcher for the target's cloud, built from its Airflow connection."""
     if target.provider == "aws":
-        from finops.bench.launchers.aws import AwsLauncher
+        from finops.gpubench.launchers.aws import AwsLauncher
 
         return AwsLauncher.from_conn(target.connection, target, max_running)
     if target.provider == "gcp":
-        from finops.bench.launchers.gcp import GcpLauncher
+        from finops.gpubench.launchers.gcp import GcpLauncher
 
         return GcpLauncher.from_conn(target.connection, target, max_running)
     if target.provider == "azure":
-        from finops.bench.launchers.azure import AzureLauncher
+        from finops.gpubench.launchers.azure import AzureLauncher
 
         return AzureLauncher.from_conn(target.connection, target, max_running)
-    from finops.bench.launchers.lambda_cloud import LambdaLauncher
+    from finops.gpubench.launchers.lambda_cloud import LambdaLauncher
 
     return LambdaLauncher.from_conn(target.connection, target, max_running)

@@ -14,15 +14,15 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.bench.launchers.base import (
+from finops.gpubench.launchers.base import (
     NAME_PREFIX,
     CapReached,
     Instance,
     LaunchSpec,
     launch_failed,
 )
-from finops.bench.launchers.rest import ApiError, RestClient
-from finops.bench.settings import Target
+from finops.gpubench.launchers.rest import ApiError, RestClient
+from finops.gpubench.settings import Target
 
 log = logging.getLogger(__name__)
 DEFAULT_BASE = "https://compute.googleapis.com/compute/v1"

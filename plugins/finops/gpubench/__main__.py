@@ -1,4 +1,4 @@
-"""`python -m finops.bench --json out.json [--quick] [--device auto|cpu|cuda]`.
+"""`python -m finops.gpubench --json out.json [--quick] [--device auto|cpu|cuda]`.
 
 Standalone: imports torch and this package's standalone modules only, never Airflow, so it
 runs as-is on a fresh GPU instance. Exit 0 when the document was written (sections that
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from finops.bench.suite import SECTIONS, run_suite, summary
+from finops.gpubench.suite import SECTIONS, run_suite, summary
 
 
 def _context(pairs: list[str]) -> dict[str, str]:
@@ -26,7 +26,7 @@ def _context(pairs: list[str]) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m finops.bench", description="finops GPU benchmark suite")
+    ap = argparse.ArgumentParser(prog="python -m finops.gpubench", description="finops GPU benchmark suite")
     ap.add_argument("--json", required=True, type=Path, help="where to write the result document")
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         doc = run_suite(args.device, args.quick, sections, _context(args.context), args.budget_scale)
     except (RuntimeError, argparse.ArgumentTypeError) as e:
-        print(f"finops.bench: {e}", file=sys.stderr)
+        print(f"finops.gpubench: {e}", file=sys.stderr)
         return 2
     args.json.parent.mkdir(parents=True, exist_ok=True)
     tmp = args.json.with_suffix(args.json.suffix + ".part")

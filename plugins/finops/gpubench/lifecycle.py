@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.alerts.events import AlertEvent, emit
-from finops.bench import audit, bootstrap, store
-from finops.bench.launchers.base import (
+from finops.gpubench import audit, bootstrap, store
+from finops.gpubench.launchers.base import (
     ENDING,
     Instance,
     Launcher,
@@ -28,7 +28,7 @@ from finops.bench.launchers.base import (
     bench_run_id,
     iso,
 )
-from finops.bench.settings import BenchSettings, Target
+from finops.gpubench.settings import BenchSettings, Target
 from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)

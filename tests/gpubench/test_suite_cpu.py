@@ -13,8 +13,8 @@ import tarfile
 
 import pytest
 
-from finops.bench.bootstrap import USER_DATA_LIMIT, bench_payload, presigned_put_upload, render
-from finops.bench.schema import RESULT_SCHEMA, SchemaError, validate
+from finops.gpubench.bootstrap import USER_DATA_LIMIT, bench_payload, presigned_put_upload, render
+from finops.gpubench.schema import RESULT_SCHEMA, SchemaError, validate
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +26,7 @@ def cpu_result(tmp_path_factory) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "FINOPS"))}
     env["PYTHONPATH"] = str(root)  # only the payload: proves the suite needs nothing else of ours
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "finops.bench", "--json", str(out), "--quick", "--device", "cpu",
+        [sys.executable, "-X", "importtime", "-m", "finops.gpubench", "--json", str(out), "--quick", "--device", "cpu",
          "--threads", "1", "--context", "provider=aws", "--context", "run_id=test"],
         cwd=root, env=env, capture_output=True, text=True, timeout=120,
     )

@@ -13,7 +13,7 @@ import base64
 import logging
 from typing import Any
 
-from finops.bench.launchers.base import (
+from finops.gpubench.launchers.base import (
     NAME_PREFIX,
     TAG_BENCH,
     TAG_EXPIRES,
@@ -25,8 +25,8 @@ from finops.bench.launchers.base import (
     launch_failed,
     parse_iso,
 )
-from finops.bench.launchers.rest import ApiError, RestClient
-from finops.bench.settings import Target
+from finops.gpubench.launchers.rest import ApiError, RestClient
+from finops.gpubench.settings import Target
 
 log = logging.getLogger(__name__)
 DEFAULT_BASE = "https://management.azure.com"

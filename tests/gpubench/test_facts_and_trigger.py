@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from finops.bench.facts import SMI_FIELDS, parse_nvlink_status, parse_smi_query
-from finops.bench.triggers import BenchResultsTrigger, split_uri
+from finops.gpubench.facts import SMI_FIELDS, parse_nvlink_status, parse_smi_query
+from finops.gpubench.triggers import BenchResultsTrigger, split_uri
 
 SMI = (
     "NVIDIA H100 80GB HBM3, 81559, 550.90.07, 1980, 2619, 1980, 2619, 700.00, 5, 16, 5, 16, 34, 1650123456789\n"
@@ -37,7 +37,7 @@ def test_parse_nvlink_status():
 def test_trigger_round_trips_and_uris():
     trig = BenchResultsTrigger("s3://b/k/x.json", "aws_default", timeout_s=60, poll_s=5, started_at=123.0)
     path, kwargs = trig.serialize()
-    assert path == "finops.bench.triggers.BenchResultsTrigger"
+    assert path == "finops.gpubench.triggers.BenchResultsTrigger"
     again = BenchResultsTrigger(**kwargs)
     assert again.serialize() == (path, kwargs) and again.started_at == 123.0
     assert split_uri("gs://bkt/a/b.json") == ("gs", "bkt", "a/b.json")

@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from finops.bench.kernels import Metric, fp32_precision, metric
-from finops.bench.profiles import ModelSize, Profile
-from finops.bench.timing import Deadline, sync
+from finops.gpubench.kernels import Metric, fp32_precision, metric
+from finops.gpubench.profiles import ModelSize, Profile
+from finops.gpubench.timing import Deadline, sync
 
 SEED = 1234
 # AMP may drift from fp32 by rounding, not by diverging: mean relative loss gap bound.

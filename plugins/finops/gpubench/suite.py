@@ -1,7 +1,7 @@
 """The benchmark suite: run every section under its own time budget, never let one broken
 section sink the others, and produce one JSON-able result document (see schema.py).
 
-Standalone (torch + stdlib only; no Airflow): `python -m finops.bench --json out.json`.
+Standalone (torch + stdlib only; no Airflow): `python -m finops.gpubench --json out.json`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
-from finops.bench import facts, kernels, profiles, train
-from finops.bench.schema import SCHEMA_VERSION
-from finops.bench.timing import Deadline
+from finops.gpubench import facts, kernels, profiles, train
+from finops.gpubench.schema import SCHEMA_VERSION
+from finops.gpubench.timing import Deadline
 
 Section = Callable[[torch.device, profiles.Profile, Deadline], tuple[list[dict], dict]]
 

@@ -14,7 +14,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from finops.bench.launchers.base import (
+from finops.gpubench.launchers.base import (
     NAME_PREFIX,
     CapReached,
     Instance,
@@ -22,8 +22,8 @@ from finops.bench.launchers.base import (
     adoptable,
     launch_failed,
 )
-from finops.bench.launchers.rest import RestClient
-from finops.bench.settings import Target
+from finops.gpubench.launchers.rest import RestClient
+from finops.gpubench.settings import Target
 
 log = logging.getLogger(__name__)
 DEFAULT_BASE = "https://cloud.lambda.ai"

@@ -10,13 +10,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from werkzeug.wrappers import Response
 
-from finops.bench import lifecycle
-from finops.bench.launchers.azure import AzureLauncher
-from finops.bench.launchers.base import LaunchError, LaunchSpec
-from finops.bench.launchers.gcp import GcpLauncher
-from finops.bench.launchers.lambda_cloud import LambdaLauncher, parse_name
-from finops.bench.launchers.rest import RestClient
-from finops.bench.settings import parse_settings
+from finops.gpubench import lifecycle
+from finops.gpubench.launchers.azure import AzureLauncher
+from finops.gpubench.launchers.base import LaunchError, LaunchSpec
+from finops.gpubench.launchers.gcp import GcpLauncher
+from finops.gpubench.launchers.lambda_cloud import LambdaLauncher, parse_name
+from finops.gpubench.launchers.rest import RestClient
+from finops.gpubench.settings import parse_settings
 
 NOW = datetime(2026, 11, 16, 6, 0, tzinfo=UTC)
 

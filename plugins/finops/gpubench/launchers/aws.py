@@ -13,7 +13,7 @@ import logging
 import uuid
 from typing import Any
 
-from finops.bench.launchers.base import (
+from finops.gpubench.launchers.base import (
     TAG_BENCH,
     TAG_EXPIRES,
     TAG_RUN,
@@ -23,7 +23,7 @@ from finops.bench.launchers.base import (
     launch_failed,
     parse_iso,
 )
-from finops.bench.settings import Target
+from finops.gpubench.settings import Target
 
 log = logging.getLogger(__name__)
 ALIVE = ["pending", "running", "shutting-down", "stopping", "stopped"]

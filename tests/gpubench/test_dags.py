@@ -45,9 +45,9 @@ def test_launches_are_serialised_so_the_running_cap_holds(bench_ec2, bench_setti
     (mapped tasks run in parallel) both saw room under a cap of 1 and both launched."""
     import threading
 
-    from finops.bench import lifecycle
-    from finops.bench.launchers.aws import AwsLauncher
-    from finops.bench.operators import make_presign
+    from finops.gpubench import lifecycle
+    from finops.gpubench.launchers.aws import AwsLauncher
+    from finops.gpubench.operators import make_presign
 
     client, _ = bench_ec2
     targets, _ = lifecycle.plan(bench_settings)
@@ -116,10 +116,10 @@ def test_a_retried_reaper_run_does_not_reap_an_instance_twice(airflow_db, finops
 
     from werkzeug.wrappers import Response
 
-    from finops.bench.launchers.base import LaunchSpec
-    from finops.bench.launchers.lambda_cloud import LambdaLauncher
-    from finops.bench.launchers.rest import RestClient
-    from finops.bench.settings import parse_settings
+    from finops.gpubench.launchers.base import LaunchSpec
+    from finops.gpubench.launchers.lambda_cloud import LambdaLauncher
+    from finops.gpubench.launchers.rest import RestClient
+    from finops.gpubench.settings import parse_settings
     from finops.demo.emulators import conn_env_var
     from finops.warehouse import connect
 

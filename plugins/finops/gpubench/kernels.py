@@ -14,8 +14,8 @@ from typing import Any
 
 import torch
 
-from finops.bench.profiles import Profile
-from finops.bench.timing import Deadline, measure
+from finops.gpubench.profiles import Profile
+from finops.gpubench.timing import Deadline, measure
 
 Metric = dict[str, Any]
 

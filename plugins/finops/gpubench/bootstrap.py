@@ -1,5 +1,5 @@
 """User data / startup scripts for benchmark instances: the standalone suite travels inside
-the script (a base64 tar.gz of finops/bench's torch-only modules), so a stock deep-learning
+the script (a base64 tar.gz of finops/gpubench's torch-only modules), so a stock deep-learning
 image needs nothing from us but python + torch + curl.
 
 The instance: arms a hard power-off after the TTL (`shutdown -P +TTL`; on EC2 with
@@ -49,7 +49,7 @@ def bench_payload() -> str:
 
         add("finops/__init__.py", b"")
         for mod in STANDALONE:
-            add(f"finops/bench/{mod}", _minify((here / mod).read_text()).encode())
+            add(f"finops/gpubench/{mod}", _minify((here / mod).read_text()).encode())
     return base64.b64encode(buf.getvalue()).decode()
 
 

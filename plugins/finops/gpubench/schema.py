@@ -60,6 +60,7 @@ RESULT_SCHEMA: dict[str, Any] = {
                  "context", "device", "results", "sections"],
     "properties": {
         "schema_version": {"const": SCHEMA_VERSION},
+        # the result format's id, older than the package name: stored documents keep it
         "suite": {"const": "finops.bench"},
         "profile": {"type": "string"},
         "quick": {"type": "boolean"},
@@ -90,7 +91,7 @@ RESULT_SCHEMA: dict[str, Any] = {
 
 
 class SchemaError(ValueError):
-    """The document is not a valid finops.bench result."""
+    """The document is not a valid finops.gpubench result."""
 
 
 def validate(doc: Any) -> dict[str, Any]:
