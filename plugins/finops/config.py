@@ -16,14 +16,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from finops.budgets.settings import BudgetsConfig
+from finops.exceptions import ConfigError as ConfigError  # a finops.yaml problem: `path.to.key: reason`
 from finops.paths import config_path
 from finops.secret_scan import find_secrets
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-
-
-class ConfigError(ValueError):
-    """A finops.yaml problem, phrased as `path.to.key: reason`."""
 
 
 class _Model(BaseModel):

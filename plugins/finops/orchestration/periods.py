@@ -5,13 +5,15 @@ from __future__ import annotations
 import re
 from datetime import date, datetime
 
+from finops.exceptions import ConfigError
+
 # ASCII digits only: \d and int() also take Arabic-Indic, Devanagari, full-width ... digits, and
 # '٢٠٢٦-10' passed as a period (and named a quarantine folder).
 _PERIOD = re.compile(r"^([0-9]{4})-(0[1-9]|1[0-2])$")
 
 
-class PeriodError(ValueError):
-    pass
+class PeriodError(ConfigError):
+    """A billing period that is not YYYY-MM (a Param or a file name): a retry cannot fix it."""
 
 
 def parse_period(text: str) -> tuple[int, int]:
