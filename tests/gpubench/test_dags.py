@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from tests.bench.test_aws_lifecycle import _alive
+from tests.gpubench.test_aws_lifecycle import _alive
 
 
 def _dag(dag_id: str):
@@ -116,11 +116,11 @@ def test_a_retried_reaper_run_does_not_reap_an_instance_twice(airflow_db, finops
 
     from werkzeug.wrappers import Response
 
+    from finops.demo.emulators import conn_env_var
     from finops.gpubench.launchers.base import LaunchSpec
     from finops.gpubench.launchers.lambda_cloud import LambdaLauncher
     from finops.gpubench.launchers.rest import RestClient
     from finops.gpubench.settings import parse_settings
-    from finops.demo.emulators import conn_env_var
     from finops.warehouse import connect
 
     api, server = bench_lambda_api, bench_lambda_api.server

@@ -456,8 +456,8 @@ def tag_compliance(r: Reader, *, day: date | None, tag_keys: list[str], page: Pa
 def _bench_settings() -> Any:
     """The `benchmarks` config section (fallback prices), or None when it does not parse."""
     try:
-        from finops.gpubench.settings import parse_settings
         from finops.config import get_config
+        from finops.gpubench.settings import parse_settings
 
         return parse_settings(get_config().benchmarks)
     except Exception:  # noqa: BLE001 - the view still works from the price tables alone
