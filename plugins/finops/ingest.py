@@ -3,7 +3,9 @@ one-transaction replace of the (source, billing period) partition + `load_log` r
 quarantine (files kept, `load_log` row, alert) with the loaded partition untouched.
 
 Every billing source (AWS CUR, GCP, Azure, Lambda) hands a `RawBatch` plus a `Converter`
-(pure SQL text, in finops.focus.*) to `load_batch`. Two ways through, one judgement:
+(pure SQL text, in finops.focus.*) to `load_batch`; both types live in finops.batch, below the
+extractors, the converters and this module, and are re-exported here. Two ways through, one
+judgement:
 
 - embedded DuckDB warehouse (default): the converter's SELECT runs inside the warehouse
   transaction, straight into focus_costs; the GX suite and the reconciliation read the new
@@ -28,11 +30,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
+from finops.batch import ConversionError, ConvertContext, Converter, RawBatch
 from finops.focus.schema import COLUMNS, Kind
 from finops.paths import path_segment, subdir
 from finops.progress import watch_duckdb
+from finops.sql_text import sql_ident, sql_literal
 from finops.warehouse.base import DataRefused, LoadLogEntry
 
 if TYPE_CHECKING:
@@ -52,36 +56,7 @@ STAGING_TYPES = {
 }
 
 
-# --------------------------------------------------------------------------- contract
-@dataclass
-class RawBatch:
-    """What an extractor hands to the spine: one delivery of one (source, billing period)."""
-
-    source: str
-    provider: str  # "aws" | "gcp" | "azure" | "lambda"
-    billing_period: str  # "YYYY-MM"
-    files: list[Path]
-    fingerprint: str  # stable id of this delivery (assembly id + etags, export run id ...)
-    manifest_key: str | None = None
-    assembly_id: str | None = None
-    currency_hint: str | None = None
-
-
-@dataclass
-class ConvertContext:
-    source: str
-    provider: str
-    billing_period: str
-    load_id: str
-    # Filled by the spine after reading the raw schema: column name -> DuckDB type.
-    # Converters use it to tolerate optional columns an export left out.
-    raw_columns: Mapping[str, str] = field(default_factory=dict)
-    # Filled by the spine: the variant the converter detected (Converter.variant), and the
-    # converter's SELECT over the raw view (what the spine's own counts re-read when needed).
-    variant: str | None = None
-    converted_sql: str = ""
-
-
+# --------------------------------------------------------------------------- what a load notes
 @dataclass
 class LoadNotes:
     """What a load says about the delivery besides its totals, for load_log and the warning:
@@ -112,39 +87,6 @@ class LoadNotes:
         return "; ".join(parts)
 
 
-@runtime_checkable
-class Converter(Protocol):
-    """One per provider format; pure (only DuckDB SQL text), lives in finops/focus/.
-
-    Optional extras the spine honours when present (read with getattr: a converter without
-    them still works):
-    - `required_raw_columns: tuple[str, ...]` checked before conversion (clear error);
-    - `normalize_sql(raw, columns) -> str`: a SELECT over `raw` renaming / typing columns
-      (legacy CUR -> CUR 2.0 names); its result is what focus_sql and the total see;
-    - `variant(columns: Sequence[str]) -> str`: the export variant detected from the column
-      names AS DELIVERED (before normalize_sql), e.g. "EA (Cost, BillingCurrency)"; stored in
-      load_log.variant, said in the load's log line and in a quarantine report;
-    - `derived_counts_sql(raw) -> str`: a DuckDB query over the (normalised) raw view yielding
-      rows (column VARCHAR, rows BIGINT): how many rows got a FOCUS column the export lacks
-      filled in; stored in load_log.derived_columns and said in the load's warning.
-    """
-
-    name: str
-
-    def reader_sql(self, files: list[str]) -> str: ...
-
-    def focus_sql(self, raw: str, ctx: ConvertContext) -> str: ...
-
-    def raw_billed_totals_sql(self, raw: str) -> str:
-        """SELECT (currency, exact billed total) per currency of `raw`: see
-        finops.focus.projection.raw_totals_by_currency."""
-        ...
-
-
-class ConversionError(ValueError):
-    """The raw files cannot be converted (corrupt, truncated, missing columns ...)."""
-
-
 class LoadInterrupted(RuntimeError):
     """The load was stopped from outside while DuckDB ran a query (the task's execution_timeout):
     not bad input, so it is raised (the task fails and may retry), never quarantined."""
@@ -166,22 +108,7 @@ def _check_interrupted(e: BaseException) -> None:
         ) from e
 
 
-# --------------------------------------------------------------------------- SQL text helpers
-def sql_ident(name: str) -> str:
-    """Quote an identifier (column names can come from exports, e.g. legacy tag headers)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def sql_literal(value: str) -> str:
-    """A SQL string literal for DuckDB (no backslash escapes there: doubling quotes is complete).
-
-    Only for values that must sit in SQL text (file paths, constant labels); data values
-    from exports never pass through here: they stay columns."""
-    if "\x00" in value:
-        raise ValueError("NUL byte in SQL literal")
-    return "'" + value.replace("'", "''") + "'"
-
-
+# --------------------------------------------------------------------------- load ids
 def make_load_id(source: str, billing_period: str, fingerprint: str) -> str:
     """Deterministic: the same delivery always gets the same load id (idempotent rows)."""
     h = hashlib.sha256(f"{source}\x1f{billing_period}\x1f{fingerprint}".encode()).hexdigest()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from finops import __version__
-from finops.ingest import sql_literal
+from finops.sql_text import sql_literal
 from finops.warehouse.migrations import Migration, all_migrations
 
 DIALECTS = ("postgres", "duckdb")

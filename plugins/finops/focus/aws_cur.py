@@ -39,10 +39,11 @@ import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
+from finops.batch import ConvertContext
 from finops.focus.aws_columns import cur2_variant, legacy_variant
 from finops.focus.projection import raw_totals_by_currency
 from finops.focus.units import unit_sql
-from finops.ingest import ConvertContext, sql_ident, sql_literal
+from finops.sql_text import sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
 # BillingCurrency, in the mapping and in the raw per-currency totals (line_item_currency_code is required)

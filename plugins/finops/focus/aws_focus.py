@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from finops.batch import ConvertContext
 from finops.focus.aws_columns import focus_variant
 from finops.focus.aws_cur import SERVICE_NAMES
 from finops.focus.aws_cur import SERVICE_SUBCATEGORIES as SERVICE_SUBCATEGORIES_BY_KEY
 from finops.focus.projection import other_subcategory_sql, raw_totals_by_currency
 from finops.focus.schema import BY_NAME, FOCUS_COLUMNS, SERVICE_SUBCATEGORIES, Kind
 from finops.focus.units import unit_sql
-from finops.ingest import ConvertContext, sql_ident, sql_literal
+from finops.sql_text import sql_ident, sql_literal
 
 DEC = "DECIMAL(38,10)"
 QDEC = "DECIMAL(38,12)"

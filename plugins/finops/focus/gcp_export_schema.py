@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from finops.ingest import sql_ident
+from finops.sql_text import sql_ident
 
 _KV = {"key": "VARCHAR", "value": "VARCHAR"}
 _CREDIT = {"name": "VARCHAR", "amount": "DOUBLE", "full_name": "VARCHAR", "id": "VARCHAR", "type": "VARCHAR"}

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from finops.ingest import sql_literal
+from finops.sql_text import sql_literal
 
 # Exact spellings seen in provider exports -> FOCUS UnitFormat.
 EXACT: dict[str, str] = {

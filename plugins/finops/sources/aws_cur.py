@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from finops.ingest import Converter, RawBatch
+from finops.batch import Converter, RawBatch
 from finops.orchestration.periods import check_period
 from finops.paths import path_segment, subdir
 from finops.progress import Progress
@@ -257,15 +257,3 @@ def available_periods(source: AwsSource, *, client: Any | None = None) -> list[s
             if m and o["Key"].endswith("Manifest.json"):
                 periods.add(m.group(1))
     return sorted(periods)
-
-
-def load_period(wh: Any, source: AwsSource, period: str, *, run_id: str | None = None,
-                client: Any | None = None, force: bool = False) -> Any:
-    """fetch_batch + ingest.load_batch for one period; None when there is no manifest yet."""
-    from finops.ingest import load_batch
-
-    batch = fetch_batch(source, period, client=client)
-    if batch is None:
-        return None
-    return load_batch(wh, batch, converter_for(source.format), run_id=run_id, force=force)
-

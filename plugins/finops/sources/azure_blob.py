@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from finops.ingest import RawBatch
+from finops.batch import RawBatch
 from finops.orchestration.periods import period_bounds
 from finops.paths import path_segment, subdir
 from finops.progress import Progress

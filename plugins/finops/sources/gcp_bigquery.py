@@ -28,7 +28,7 @@ from datetime import UTC, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from finops.ingest import RawBatch
+from finops.batch import RawBatch
 from finops.orchestration.periods import parse_period, period_bounds
 from finops.paths import subdir
 from finops.progress import Progress

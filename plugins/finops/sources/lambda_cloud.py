@@ -23,9 +23,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
+from finops.batch import RawBatch
 from finops.focus.lambda_cloud import DEFAULT_MAX_GAP, Lifetime, billable_interval, observe
 from finops.http_client import HttpClient, HttpError, RetrySettings
-from finops.ingest import RawBatch
 from finops.orchestration.periods import period_bounds
 from finops.paths import subdir
 
