@@ -133,7 +133,7 @@ def demo_cur(months: int, seed: int) -> tuple[np.ndarray, date]:
     import pyarrow.compute as pc
 
     from finops.demo.cur_generator import GenSpec, iter_period
-    from finops.orchestration.periods import shift
+    from finops.periods import shift
 
     first = "2025-01"
     periods = [shift(first, i) for i in range(months)]

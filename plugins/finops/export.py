@@ -17,7 +17,7 @@ import secrets
 from pathlib import Path
 
 from finops.focus.schema import COLUMNS, Kind
-from finops.orchestration.periods import check_period
+from finops.periods import check_period
 from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ import logging
 
 from airflow.plugins_manager import AirflowPlugin
 
-from finops.orchestration.periods import default_periods, period_of, shift
+from finops.periods import default_periods, period_of, shift
 
 log = logging.getLogger(__name__)
 

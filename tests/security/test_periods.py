@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from finops.orchestration.periods import PeriodError, check_period, parse_period, resolve_periods
+from finops.periods import PeriodError, check_period, parse_period, resolve_periods
 from finops.quality.quarantine import quarantine_dir
 from tests.fixtures.hostile import hostile_text
 

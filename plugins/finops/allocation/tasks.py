@@ -14,7 +14,7 @@ if TYPE_CHECKING:
 def showback_periods(param: str | None, today: date) -> list[str]:
     """The periods asked for; with none asked, the default window plus every period reloaded
     since its last showback (a restated older month must reach chargeback and the reports)."""
-    from finops.orchestration.periods import resolve_periods
+    from finops.periods import resolve_periods
 
     periods = resolve_periods(param, today)
     if param and str(param).strip():
@@ -30,7 +30,7 @@ def showback_periods(param: str | None, today: date) -> list[str]:
 
 
 def previous_period(today: date) -> str:
-    from finops.orchestration.periods import period_of, shift
+    from finops.periods import period_of, shift
 
     return shift(period_of(today), -1)
 

@@ -90,7 +90,7 @@ def _open_for_export() -> tuple[Warehouse, str]:
 
 def _export(args: argparse.Namespace) -> int:
     from finops.export import NothingToExport, check_out, export_focus
-    from finops.orchestration.periods import check_period
+    from finops.periods import check_period
 
     check_period(args.period)  # before opening anything: a typo costs no warehouse
     check_out(args.out)

@@ -42,8 +42,8 @@ from typing import Any
 from finops.demo.cur_generator import TEAMS, Spike
 from finops.demo.stages import StageResult
 from finops.demo.ui import DEMO_UI_PASSWORD, DEMO_UI_USER
-from finops.orchestration.periods import period_of, shift
 from finops.paths import REPO_ROOT, finops_home
+from finops.periods import period_of, shift
 
 log = logging.getLogger(__name__)
 PROVIDERS = ("aws", "gcp", "azure", "lambda")
@@ -169,7 +169,7 @@ def seed_azure(connection_string: str, periods: list[str], days: int = AZURE_DAY
 
     from finops.config import get_config
     from finops.demo import azure_generator as gen
-    from finops.orchestration.periods import period_bounds
+    from finops.periods import period_bounds
 
     src = get_config().sources.azure[0]
     svc = BlobServiceClient.from_connection_string(connection_string)

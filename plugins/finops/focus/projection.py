@@ -9,7 +9,7 @@ the wrong type. Pure string building: no DuckDB import.
 from __future__ import annotations
 
 from finops.focus.schema import BY_SNAKE, COLUMNS, SERVICE_CATEGORIES, Kind
-from finops.orchestration.periods import check_period
+from finops.periods import check_period
 from finops.warehouse.sqltypes import sql_type
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from finops.config import ConfigError, FinOpsConfig, get_config
-from finops.orchestration.periods import resolve_periods
+from finops.periods import resolve_periods
 from finops.sources import DeliveryError
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Literal
 
 from finops.focus.projection import nested_key_value_sql
 from finops.focus.schema import COLUMNS, SERVICE_SUBCATEGORIES, Kind
-from finops.orchestration.periods import check_period
+from finops.periods import check_period
 from finops.quality.currencies import ISO_4217
 
 RuleKind = Literal["not_null", "in_set", "rows"]

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops.batch import Converter, RawBatch
-from finops.orchestration.periods import check_period
 from finops.paths import path_segment, subdir
+from finops.periods import check_period
 from finops.progress import Progress
 from finops.sources import DeliveryError
 

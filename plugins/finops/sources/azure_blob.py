@@ -31,8 +31,8 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from finops.batch import RawBatch
-from finops.orchestration.periods import period_bounds
 from finops.paths import path_segment, subdir
+from finops.periods import period_bounds
 from finops.progress import Progress
 from finops.sources import DeliveryError
 

@@ -29,8 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops.batch import RawBatch
-from finops.orchestration.periods import parse_period, period_bounds
 from finops.paths import subdir
+from finops.periods import parse_period, period_bounds
 from finops.progress import Progress
 
 if TYPE_CHECKING:

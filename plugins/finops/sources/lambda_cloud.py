@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any, overload
 from finops.batch import RawBatch
 from finops.focus.lambda_cloud import DEFAULT_MAX_GAP, Lifetime, billable_interval, observe
 from finops.http_client import HttpClient, HttpError, RetrySettings
-from finops.orchestration.periods import period_bounds
 from finops.paths import subdir
+from finops.periods import period_bounds
 
 if TYPE_CHECKING:
     from finops.config import LambdaSource

@@ -4,7 +4,7 @@ from datetime import date, datetime
 
 import pytest
 
-from finops.orchestration.periods import (
+from finops.periods import (
     PeriodError,
     check_period,
     default_periods,
