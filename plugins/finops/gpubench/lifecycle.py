@@ -25,6 +25,7 @@ from finops.gpubench.launchers.base import (
     LaunchError,
     LaunchSpec,
     TerminateError,
+    adoptable,
     bench_run_id,
     iso,
 )
@@ -142,6 +143,12 @@ def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher
         raise ValueError("launch without dry-run needs a launcher")
     spec = LaunchSpec(bid, prepared["dag_id"], prepared["dag_run_id"], t["region"], t["instance_type"],
                       t["pricing_model"], user_data, expires, settings.ttl_minutes)
+    adopted = _reconcile_launch(wh, prepared, launcher)
+    if adopted:  # a killed try's launch created them, and its row now says so: not launched again
+        out.instance_ids = adopted
+        return out.as_dict()
+    aid = audit.intent(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"],
+                       resource_id=bid, action="launch", reason=f"launching {t['instance_type']}", evidence=evidence)
     try:
         out.instance_ids = launcher.launch(spec)
     except Exception as e:
@@ -154,21 +161,39 @@ def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher
                          resource_id=iid, action="terminate", result="ok", dry_run=False,
                          reason=f"cleanup after failed launch of bench run {bid}", evidence={"bench_run_id": bid})
         report_failure(wh, prepared, "failed", f"launch: {e}", kind="launch", audit_action="launch",
-                       evidence=evidence | {"cleaned": cleaned, "instance_ids": found})
+                       evidence=evidence | {"cleaned": cleaned, "instance_ids": found}, action_id=aid)
         raise
-    audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"], resource_id=bid,
-                 action="launch", result="ok", dry_run=False, reason=f"launched {out.instance_ids}",
+    audit.settle(wh, aid, "ok", reason=f"launched {out.instance_ids}",
                  evidence=evidence | {"instance_ids": out.instance_ids})
     return out.as_dict()
 
 
+def _reconcile_launch(wh: Warehouse | None, prepared: dict[str, Any], launcher: Launcher) -> list[str]:
+    """A retried launch settles the launch row a killed try left pending: the bench run's
+    instances (by tag) exist -> the call made them (`done`), else it took no effect. Returns the
+    instances to adopt (never launched twice, never on a second row)."""
+    rows = audit.pending(wh, "launch", run_id=prepared["dag_run_id"], bench_run_id=prepared["bench_run_id"])
+    if not rows:
+        return []
+    bid = prepared["bench_run_id"]
+    found: list[Instance] = launcher.find(bid)
+    mine = adoptable(found, bid)
+    audit.reconcile(wh, rows, lambda p: ", ".join(f"{i.instance_id} {i.state}" for i in found) or None,
+                    by_run=f"a retry of {prepared['dag_run_id']}")
+    return mine
+
+
 def report_failure(wh: Warehouse | None, prepared: dict[str, Any], status: str, error: str, *, kind: str,
-                   audit_action: str | None = None, evidence: dict[str, Any] | None = None) -> None:
-    """Record a failed step: gpu_benchmark_runs row, audit row (for cloud actions) and an alert."""
+                   audit_action: str | None = None, evidence: dict[str, Any] | None = None,
+                   action_id: str | None = None) -> None:
+    """Record a failed step: gpu_benchmark_runs row, audit row (for cloud actions; the intent
+    row `action_id` when the call had one) and an alert."""
     t = prepared["target"]
     bid = prepared["bench_run_id"]
     log.error("benchmark %s (%s) %s: %s", bid, t["key"], status, error)
-    if audit_action:
+    if audit_action and action_id:
+        audit.settle(wh, action_id, "failed", reason=error, evidence=evidence)
+    elif audit_action:
         audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"], region=t["region"],
                      resource_id=bid, action=audit_action, result="failed", dry_run=False, reason=error[:1000],
                      evidence=evidence)
@@ -228,6 +253,10 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
     deadline = time.monotonic() + timeout_s
     backoff = poll_s
     asked: set[str] = set()
+    intents: dict[str, str] = {}  # instance id -> its pending row, settled when the call returns
+    run_id = prepared.get("dag_run_id", "")
+    if not dry_run:
+        _reconcile_terminate(wh, prepared, launcher)
     while True:
         rep.polls += 1
         try:
@@ -246,15 +275,18 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
             return rep
         todo = [i.instance_id for i in alive or [] if i.state not in ENDING]
         if todo:
+            for iid in todo:  # on record before the call; one row per instance, however many tries
+                if iid not in asked and iid not in intents:
+                    intents[iid] = audit.intent(wh, run_id=run_id, provider=t["provider"], region=t["region"],
+                                                resource_id=iid, action="terminate",
+                                                reason=f"teardown of bench run {bid}", evidence={"bench_run_id": bid})
             try:
                 launcher.terminate(todo)
                 for iid in todo:
                     if iid not in asked:
                         asked.add(iid)
                         rep.terminated.append(iid)
-                        audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"],
-                                     region=t["region"], resource_id=iid, action="terminate", result="ok",
-                                     dry_run=False, reason=f"teardown of bench run {bid}")
+                        audit.settle(wh, intents.pop(iid), "ok")
                 backoff = poll_s
             except Exception as e:  # noqa: BLE001 - retried with backoff until the deadline
                 rep.errors.append(f"terminate {todo}: {type(e).__name__}: {e}")
@@ -264,17 +296,38 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
             left = [i.instance_id for i in alive or []]
             msg = f"instances {left} of bench run {bid} still alive after {timeout_s:.0f}s: {rep.errors[-3:]}"
             for iid in left or [bid]:
-                audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"], region=t["region"],
-                             resource_id=iid, action="terminate", result="failed", dry_run=False, reason=msg[:1000])
+                if iid in intents:
+                    audit.settle(wh, intents.pop(iid), "failed", reason=msg)
+                else:
+                    audit.record(wh, run_id=run_id, provider=t["provider"], region=t["region"], resource_id=iid,
+                                 action="terminate", result="failed", dry_run=False, reason=msg[:1000],
+                                 evidence={"bench_run_id": bid})
+            for aid in intents.values():  # asked, the calls failed, and it is gone: by whom unknown
+                audit.settle(wh, aid, f"outcome unknown: the terminate calls failed, then the instance was gone; "
+                             f"{msg}"[:500], status=audit.UNKNOWN)
             emit(AlertEvent(kind="benchmark_instance_left_running", severity="critical",
                             title=f"GPU benchmark {t['key']}: instance still running after teardown",
                             summary=msg, facts={"bench_run_id": bid, "instances": left},
                             dedup_key=f"bench:{bid}:terminate"))
             raise TerminateError(msg)
         sleep(backoff)
+    for aid in intents.values():  # every call for it failed, yet it is gone: ended, by whom unknown
+        audit.settle(wh, aid, f"outcome unknown: the terminate calls failed ({rep.errors[-1][:200]}), "
+                     "then the instance was gone", status=audit.UNKNOWN)
     if rep.errors:
         log.warning("bench run %s terminated after %d error(s): %s", bid, len(rep.errors), rep.errors)
     return rep
+
+
+def _reconcile_terminate(wh: Warehouse | None, prepared: dict[str, Any], launcher: Launcher) -> None:
+    """A retried teardown settles the terminate rows a killed try of it left pending, by the
+    instances' state now (gone / ending: unknown; untouched: not attempted, terminated now)."""
+    rows = audit.pending(wh, "terminate", run_id=prepared.get("dag_run_id", ""),
+                         bench_run_id=prepared["bench_run_id"])
+    if rows:
+        states = {i.instance_id: i.state for i in launcher.find(prepared["bench_run_id"])}
+        audit.reconcile(wh, rows, lambda p: states.get(p.resource_id),
+                        by_run=f"a retry of the teardown of {prepared['bench_run_id']}")
 
 
 def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_id: str,
@@ -291,16 +344,19 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
     report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
                               "capped": [], "ending": []}
     live_runs = _live_launches(wh) if dry_run and clean_live_launches else set()
+    listed: list[tuple[Launcher, list[Instance]]] = []
+    for ln in launchers:
+        try:
+            listed.append((ln, ln.find()))
+        except Exception as e:  # noqa: BLE001 - one cloud failing must not spare the others
+            report["errors"].append(f"{ln.provider}: list: {e}")
+    if not dry_run or live_runs:
+        report["reconciled"] = _reconcile_reaps(wh, listed, run_id)
     # the cap belongs to the DAG run, not to one try: a retry (same run_id) gets what is left
     spent = _reaped_by(wh, run_id)
     report["spent_by_earlier_tries"] = spent
     seen: set[tuple[str, str]] = set()
-    for ln in launchers:
-        try:
-            found: list[Instance] = ln.find()
-        except Exception as e:  # noqa: BLE001 - one cloud failing must not spare the others
-            report["errors"].append(f"{ln.provider}: list: {e}")
-            continue
+    for ln, found in listed:
         # launchers overlap (Lambda lists every region, GCP a whole project, Azure a resource
         # group): decide each instance once, or it is reaped, audited and capped twice
         found = [i for i in found if (i.provider, i.instance_id) not in seen]
@@ -326,16 +382,18 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
                 audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
                              action="reap", result="dry_run", dry_run=True, reason=reason, kind="benchmark_reaper")
                 continue
+            # on record (pending) before the call: a try killed between the call and its outcome
+            # leaves a row the next try settles, and that counts against this run's cap
+            aid = audit.intent(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
+                               action="reap", reason=reason, kind="benchmark_reaper",
+                               evidence={"bench_run_id": i.bench_run_id})
             try:
                 ln.terminate([i.instance_id])
                 report["terminated"].append(key)
-                audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
-                             action="reap", result="ok", dry_run=False, reason=reason, kind="benchmark_reaper")
+                audit.settle(wh, aid, "ok")
             except Exception as e:  # noqa: BLE001 - reported below, next hour retries
                 report["errors"].append(f"{key}: {e}")
-                audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
-                             action="reap", result="failed", dry_run=False, reason=str(e)[:1000],
-                             kind="benchmark_reaper")
+                audit.settle(wh, aid, "failed", reason=str(e))
     if report["errors"] or report["capped"]:
         emit(AlertEvent(kind="benchmark_reaper_incomplete", severity="critical",
                         title="GPU benchmark reaper could not terminate every expired instance",
@@ -346,12 +404,36 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
 
 
 def _reaped_by(wh: Warehouse | None, run_id: str) -> int:
-    """Instances this reaper run terminated in earlier tries (audited `reap` / `ok`, live)."""
+    """Instances this reaper run terminated in earlier tries (audited `reap`, live): done, or
+    possibly done (a try killed between the call and its outcome)."""
     if wh is None:
         return 0
     rows = wh.query("SELECT count(*) FROM policy_actions WHERE policy = ? AND run_id = ? AND action = 'reap' "
-                    "AND result = 'ok' AND dry_run = ?", [audit.POLICY, run_id, False])
+                    "AND dry_run = ? AND ((status = ? AND result = 'ok') OR status IN (?, ?))",
+                    [audit.POLICY, run_id, False, audit.DONE, audit.PENDING, audit.UNKNOWN])
     return int(rows[0][0])
+
+
+def _reconcile_reaps(wh: Warehouse | None, listed: list[tuple[Launcher, list[Instance]]],
+                     run_id: str) -> list[str]:
+    """Settle the `reap` rows a killed reaper try left pending (any run: the DAG runs one at a
+    time), by each instance's state in this try's listing. A row of a cloud that could not be
+    listed now stays pending for a later try."""
+    states: dict[tuple[str, str], str] = {}
+    clouds = set()
+    for ln, found in listed:
+        clouds.add(ln.provider)
+        states.update({(i.provider, i.instance_id): i.state for i in found})
+    rows = [p for p in audit.pending(wh, "reap") if p.provider in clouds]
+    done = audit.reconcile(wh, rows, lambda p: states.get((p.provider, p.resource_id)),
+                           by_run=f"reaper run {run_id}")
+    if any(status == audit.UNKNOWN for _, status, _ in done):
+        emit(AlertEvent(kind="benchmark_reap_outcome_unknown", severity="warning",
+                        title="GPU benchmark reaper: terminations with no recorded outcome",
+                        summary="; ".join(f"{p.resource_id}: {r}" for p, _, r in done)[:2000],
+                        facts={"instances": ", ".join(p.resource_id for p, _, _ in done)},
+                        dedup_key=f"bench:reaper:unknown:{run_id}"))
+    return [f"{p.provider}:{p.resource_id}: {status}" for p, status, _ in done]
 
 
 def _live_launches(wh: Warehouse | None) -> set[str]:
