@@ -1,7 +1,7 @@
 """Manual audit: evaluate policies (dry-run by default) and produce the violations report.
 
-An Airflow DAG file: wiring only (logic in finops.policies)."""
+An Airflow DAG file: wiring only (finops.orchestration.policy_dags; logic in finops.policies)."""
 
-from finops.policies.dags import build_audit_dag
+from finops.orchestration.policy_dags import build_audit_dag
 
 dag = build_audit_dag()

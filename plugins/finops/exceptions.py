@@ -1,8 +1,8 @@
 """The package's error hierarchy: every error finops raises on purpose derives from `FinopsError`.
 
 The branch an error sits on says what a retry can do, which is what a DAG task needs to know
-(`finops.orchestration.failures.fail_on_bad_input` turns the first two into a failure without
-retries, in one place):
+(`finops.orchestration.failures.fail_on_bad_input` turns every error whose `retryable` is False,
+the first two branches by default, into a failure without retries, in one place):
 
 - `ConfigError`: finops.yaml, a policy / job spec or a run's Params is wrong; the message names
   the key. Nothing changes until a person edits it, so retrying only delays the alert.
@@ -17,20 +17,28 @@ adding the hierarchy changed no `except` clause's behaviour."""
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class FinopsError(Exception):
     """Base of every error this package raises on purpose (not of bugs: those stay TypeError,
-    KeyError...)."""
+    KeyError...). `retryable` False: the same call fails the same way, so a task fails at once."""
+
+    retryable: ClassVar[bool] = True
 
 
 class ConfigError(FinopsError, ValueError):
     """A configuration problem (finops.yaml, a spec file, a run's Params), phrased as
     `path.to.key: reason`; a retry cannot fix it."""
 
+    retryable = False
+
 
 class DataRefused(FinopsError):
     """Input data rejected as it is (a malformed file, a value the warehouse cannot store, a
     results document of the wrong shape): quarantined or refused, never worth a retry."""
+
+    retryable = False
 
 
 class CloudActionError(FinopsError):

@@ -1,4 +1,5 @@
-"""DAG builder for the two anomaly DAGs (the files in dags/ call it; wiring only).
+"""The two anomaly DAGs, finops_anomalies and finops_anomalies_teams (the files in dags/ call
+`build_anomaly_dag`; the logic is in finops.anomaly and finops.allocation.tasks).
 
 The monitors are split by the table they read (finops.anomaly.settings.source_of), and each
 half is scheduled on the asset that announces that table:
@@ -19,22 +20,17 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, Param, dag, get_current_context, task
 
-from finops.alerts.task_failure import task_failed
+from finops.orchestration.assets import FOCUS_COSTS, SHOWBACK
+from finops.orchestration.defaults import default_args
 
 if TYPE_CHECKING:
     from finops.anomaly.settings import Source
 
-DEFAULT_ARGS: dict[str, Any] = {
-    "owner": "finops",
-    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
-    "retries": 2,
-    "retry_delay": timedelta(minutes=2),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=30),
-    # scoring the lookback (120 days by default) of every monitor; a hung run must not hold
-    # max_active_runs=1 until the next billing event
-    "execution_timeout": timedelta(hours=1),
-}
+# scoring the lookback (120 days by default) of every monitor; a hung run must not hold
+# max_active_runs=1 until the next billing event
+TASK_TIMEOUT = timedelta(hours=1)
+ASSET_OF: dict[Source, Asset] = {"focus_costs": FOCUS_COSTS, "showback": SHOWBACK}
+"""The Asset that announces each monitor source's table."""
 
 
 def anomaly_params() -> dict[str, Param]:
@@ -48,17 +44,18 @@ def anomaly_params() -> dict[str, Param]:
     }
 
 
-def build_anomaly_dag(dag_id: str, source: Source, asset: Asset, description: str, doc_md: str) -> Any:
-    """One DAG running the monitors of `source` ("focus_costs" | "showback") when `asset` is announced."""
+def build_anomaly_dag(dag_id: str, source: Source, description: str, doc_md: str) -> Any:
+    """One DAG running the monitors of `source` ("focus_costs" | "showback") each time the
+    Asset of that table is announced."""
 
     @dag(
         dag_id=dag_id,
         description=description,
-        schedule=[asset],
+        schedule=[ASSET_OF[source]],
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=DEFAULT_ARGS,
+        default_args=default_args(execution_timeout=TASK_TIMEOUT),
         params=anomaly_params(),
         tags=["finops", "anomaly", "alerts"],
         doc_md=doc_md,

@@ -1,4 +1,5 @@
-"""One billing DAG shape for every provider: plan -> mapped load per (source, period) -> summary.
+"""The billing DAGs (finops_billing_<provider>), one shape for every provider: plan -> mapped
+load per (source, period) -> summary.
 
 DAG files call `build_billing_dag("aws")` and nothing else, so AWS, GCP, Azure and Lambda share
 retries, Params, mapping and the Asset outlet instead of copying them.
@@ -13,25 +14,16 @@ from __future__ import annotations
 
 import os
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from airflow.sdk import Asset, Param, TriggerRule, dag, get_current_context, task
+from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
 
-from finops.alerts.task_failure import task_failed
-
-FOCUS_COSTS = Asset("finops://focus_costs")
+from finops.orchestration.assets import FOCUS_COSTS
+from finops.orchestration.defaults import default_args
 
 # Every task ends: a call that never returns (a PostgreSQL lock wait, a stalled download)
 # would otherwise hold its worker slot for ever and, with max_active_runs=1, every later run.
 TASK_TIMEOUT = timedelta(minutes=30)
-DEFAULT_ARGS = {
-    "owner": "finops",
-    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
-    "retries": 3,
-    "retry_delay": timedelta(minutes=2),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=30),
-    "execution_timeout": TASK_TIMEOUT,
-}
 # One (source, period) load: a 10M-row CUR month takes ~4 min end to end on PostgreSQL
 # (README); the hourly Lambda DAG must end before its next run.
 LOAD_TIMEOUT = {"lambda": timedelta(minutes=18)}
@@ -40,8 +32,8 @@ DEFAULT_LOAD_TIMEOUT = timedelta(hours=3)
 # on both tries, one minute between) is 2x3+1 + 2x18+1 + 2x5+1 = 55 min, inside the hour, so a
 # stuck run never holds back the next (max_active_runs=1). A Lambda load is a few thousand
 # instance-lifetime rows: 18 minutes is far above what one takes.
-HOURLY_ARGS = {
-    "lambda": {"retries": 1, "retry_delay": timedelta(minutes=1), "retry_exponential_backoff": False}
+HOURLY_ARGS: dict[str, dict[str, Any]] = {
+    "lambda": {"retries": 1, "retry_delay": timedelta(minutes=1), "exponential_backoff": False}
 }
 TASK_TIMEOUTS = {
     "lambda": {
@@ -128,7 +120,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args={**DEFAULT_ARGS, **HOURLY_ARGS.get(provider, {})},
+        default_args=default_args(execution_timeout=TASK_TIMEOUT, **({"retries": 3} | HOURLY_ARGS.get(provider, {}))),
         params=billing_params(),
         tags=["finops", "billing", provider],
         doc_md=__doc__,
@@ -136,11 +128,8 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
     def billing():
         @task(task_id="plan_loads", execution_timeout=_timeout(provider, "plan_loads"))
         def plan_loads_task() -> list[dict]:
-            from airflow.sdk.exceptions import AirflowFailException
-
-            from finops.config import ConfigError
             from finops.orchestration.billing import plan_loads
-            from finops.orchestration.periods import PeriodError
+            from finops.orchestration.failures import fail_on_bad_input
 
             ctx = get_current_context()
             p = ctx["params"]
@@ -148,10 +137,8 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
             dag_run = ctx.get("dag_run")
             run_after = dag_run.run_after if dag_run is not None else None
             today = (ctx.get("logical_date") or run_after or datetime.now(UTC)).date()
-            try:
+            with fail_on_bad_input():  # a retry cannot fix bad config / Params
                 return plan_loads(provider, p.get("source"), p.get("billing_period"), today)
-            except (ConfigError, PeriodError) as e:
-                raise AirflowFailException(str(e)) from None  # a retry cannot fix bad config / Params
 
         @task(
             task_id="load_partition",

@@ -1,4 +1,5 @@
-"""DAG builders for the policy DAGs (the files in dags/ call these; wiring only).
+"""The policy DAGs: finops_policy_tags / finops_policy_idle (build_policy_dag) and the manual
+finops_audit (build_audit_dag); the files in dags/ call these, the logic is in finops.policies.
 
 Cap aborts and audited per-resource failures (a metric read or an action, after the client's
 own retries) fail the task at once: a retry would re-run the other resources' actions too;
@@ -14,19 +15,12 @@ from typing import Any
 
 from airflow.sdk import Param, dag, get_current_context, task
 
-from finops.alerts.task_failure import task_failed
+from finops.orchestration.defaults import default_args
 
-DEFAULT_ARGS: dict[str, Any] = {
-    "owner": "finops",
-    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
-    "retries": 2,
-    "retry_delay": timedelta(minutes=2),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=20),
-    # A run that never ends (an inventory call or a warehouse lock wait that hangs) would hold
-    # its worker slot and, with max_active_runs=1, stall every later run: no idle GPU stopped.
-    "execution_timeout": timedelta(hours=2),
-}
+# A run that never ends (an inventory call or a warehouse lock wait that hangs) would hold
+# its worker slot and, with max_active_runs=1, stall every later run: no idle GPU stopped.
+TASK_TIMEOUT = timedelta(hours=2)
+MAX_RETRY_DELAY = timedelta(minutes=20)
 PROVIDERS = ["all", "aws", "gcp", "azure", "lambda"]
 
 
@@ -39,21 +33,19 @@ def _dry_run_param() -> Param:
 def _run(kind: str | None, params: dict[str, Any]) -> dict[str, Any]:
     from airflow.sdk.exceptions import AirflowFailException
 
-    from finops.policies.model import PolicyError
-    from finops.policies.tasks import PolicyRunFailed, effective_dry_run, run_policies
+    from finops.orchestration.failures import fail_on_bad_input
+    from finops.policies.tasks import effective_dry_run, run_policies
 
     ctx = get_current_context()
     run_type = str(getattr(ctx["dag_run"], "run_type", "") or "").split(".")[-1].lower()
     dry = effective_dry_run(bool(params.get("dry_run", True)), run_type)
     provider = params.get("provider") if params.get("provider") not in (None, "", "all") else None
     account = params.get("account") or None
-    try:
+    # an unknown policy name, a bad policy file (PolicyError), a cap abort or failed actions
+    # (PolicyRunFailed, see above): none is retried
+    with fail_on_bad_input():
         summary = run_policies(kind=kind, dry_run=dry, run_id=ctx["run_id"], provider=provider,
                                account=account, policy=params.get("policy") or None)
-    except PolicyRunFailed as e:
-        raise AirflowFailException(str(e)) from e
-    except PolicyError as e:  # an unknown policy name, a bad policy file: no retry fixes it
-        raise AirflowFailException(str(e)) from None
     if (provider or account) and not _evaluated(summary):
         # a typo in the form must not read as "no violations"
         raise AirflowFailException(f"no policy has a configured target matching {_scope(provider, account)}: "
@@ -78,7 +70,7 @@ def _targets() -> str:
 
 
 def build_policy_dag(kind: str, dag_id: str, schedule: str, description: str, *,
-                     execution_timeout: timedelta = DEFAULT_ARGS["execution_timeout"]) -> Any:
+                     execution_timeout: timedelta = TASK_TIMEOUT) -> Any:
     """`execution_timeout`: shorter than the schedule's interval, so a hung run ends before the next."""
 
     @dag(
@@ -87,7 +79,7 @@ def build_policy_dag(kind: str, dag_id: str, schedule: str, description: str, *,
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=DEFAULT_ARGS | {"execution_timeout": execution_timeout},
+        default_args=default_args(execution_timeout=execution_timeout, max_retry_delay=MAX_RETRY_DELAY),
         description=description,
         tags=["finops", "policies"],
         params={"dry_run": _dry_run_param()},
@@ -109,7 +101,7 @@ def build_audit_dag() -> Any:
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=DEFAULT_ARGS,
+        default_args=default_args(execution_timeout=TASK_TIMEOUT, max_retry_delay=MAX_RETRY_DELAY),
         description="Ad-hoc policy audit: evaluate tag and idle policies, then a violations report with costs",
         tags=["finops", "policies", "audit"],
         params={

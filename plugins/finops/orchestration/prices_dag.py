@@ -1,4 +1,4 @@
-"""The `finops_prices` DAG shape: plan_<provider> -> mapped fetch_<provider> (one per region for AWS
+"""The `finops_prices` DAG: plan_<provider> -> mapped fetch_<provider> (one per region for AWS
 and Azure, one for GCP and Lambda) -> summary with the `finops://prices` Asset outlet.
 
 Rate limits: each provider's mapped fetch runs in the pool named by the environment variable
@@ -16,24 +16,16 @@ import os
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from airflow.sdk import Asset, Param, dag, get_current_context, task
+from airflow.sdk import Param, dag, get_current_context, task
 
-from finops.alerts.task_failure import task_failed
+from finops.orchestration.assets import PRICES
+from finops.orchestration.defaults import default_args
 
-PRICES_ASSET = Asset("finops://prices")
 PROVIDER_CHOICES = ["all", "aws", "azure", "gcp", "lambda"]
 
-DEFAULT_ARGS = {
-    "owner": "finops",
-    "on_failure_callback": task_failed,  # a task that failed for good reaches the alert routes
-    "retries": 3,
-    "retry_delay": timedelta(minutes=1),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=30),
-    # A fetch that never returns would hold its pool slot for ever and, with max_active_runs=1,
-    # every later run: the HTTP client's per-request timeout does not bound a whole paged fetch.
-    "execution_timeout": timedelta(minutes=30),
-}
+# A fetch that never returns would hold its pool slot for ever and, with max_active_runs=1,
+# every later run: the HTTP client's per-request timeout does not bound a whole paged fetch.
+TASK_TIMEOUT = timedelta(minutes=30)
 FETCH_TIMEOUT = timedelta(hours=1)  # AWS: up to 90 days of spot history per region, paged
 
 
@@ -95,7 +87,7 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=DEFAULT_ARGS,
+        default_args=default_args(execution_timeout=TASK_TIMEOUT, retries=3, retry_delay=timedelta(minutes=1)),
         params=prices_params(),
         tags=["finops", "prices"],
         doc_md=__doc__,
@@ -107,6 +99,7 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
             def plan() -> list[dict]:
                 from airflow.sdk.exceptions import AirflowFailException
 
+                from finops.orchestration.failures import fail_on_bad_input
                 from finops.prices.jobs import plan_jobs
                 from finops.prices.settings import get_prices_settings
 
@@ -114,7 +107,8 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                 chosen = p.get("provider") or "all"
                 if chosen not in ("all", provider):
                     return []
-                try:
+                # a typo in the Params or a bad prices: section: no retry fixes it
+                with fail_on_bad_input():
                     jobs = plan_jobs(
                         get_prices_settings(),
                         provider=provider,
@@ -123,8 +117,6 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
                         families=list(p.get("instance_families") or []) or None,
                         lookback_days=p.get("lookback_days") or None,
                     )
-                except ValueError as e:  # a typo in the Params or a bad prices: section: no retry fixes it
-                    raise AirflowFailException(str(e)) from None
                 if chosen == provider and not jobs:  # asked for by name: "nothing to do" is an error
                     raise AirflowFailException(
                         f"nothing to fetch for {provider}: prices.{provider}.enabled is false in finops.yaml, "
@@ -152,7 +144,7 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
 
             return fetch
 
-        @task(task_id="summary", outlets=[PRICES_ASSET], trigger_rule="none_failed")
+        @task(task_id="summary", outlets=[PRICES], trigger_rule="none_failed")
         def summary(*results: list[dict] | None) -> dict:
             from airflow.sdk.exceptions import AirflowSkipException
 

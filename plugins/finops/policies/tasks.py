@@ -11,14 +11,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from finops.exceptions import FinopsError
 from finops.policies.engine import CapExceeded, PolicyRunError, run_policy
 from finops.policies.model import Policy, PolicyError, Target, load_all
 
 log = logging.getLogger(__name__)
 
 
-class PolicyRunFailed(RuntimeError):
-    """At least one policy aborted (cap) or had failed actions; all are audited."""
+class PolicyRunFailed(FinopsError, RuntimeError):
+    """At least one policy aborted (cap) or had failed actions; all are audited. Not retried: a
+    retry would run every other resource's actions again."""
+
+    retryable = False
 
 
 def policies_dir() -> Path:
