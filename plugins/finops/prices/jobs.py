@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 import requests
 
+from finops.exceptions import ConfigError
 from finops.prices import aws, azure, azure_skus, gcp, gcp_compute, lambda_cloud, store
 from finops.prices.catalog import log_drift, static_entries
 from finops.prices.conn import gcp_headers, resolve
@@ -102,7 +103,10 @@ def _pick(
         return list(configured)
     if strict:
         for v in given:
-            check(v)
+            try:
+                check(v)
+            except ValueError as e:  # a typo in the run's Params: a retry cannot fix it
+                raise ConfigError(str(e)) from None
         return list(given)
     return [v for v in given if _ok(check, v)]
 
@@ -121,7 +125,7 @@ def plan_jobs(
     (or strict=False) names that fit another cloud are skipped, and a provider left with no
     region or family to fetch is skipped too."""
     if provider != "all" and provider not in PROVIDERS:
-        raise ValueError(f"provider must be one of all, {', '.join(PROVIDERS)}; got {provider!r}")
+        raise ConfigError(f"provider must be one of all, {', '.join(PROVIDERS)}; got {provider!r}")
     want = PROVIDERS if provider == "all" else (provider,)
     strict = provider != "all" if strict is None else strict
     jobs: list[dict[str, Any]] = []
