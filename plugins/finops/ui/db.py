@@ -79,7 +79,7 @@ def open_reader(lock_timeout_s: float | None = None) -> Iterator[Reader]:
     wh: Warehouse | None
     try:
         if cfg.warehouse.conn_id:
-            from finops.warehouse.base import connect
+            from finops.warehouse.backends import connect
 
             wh = connect(cfg, migrate=False)
         else:

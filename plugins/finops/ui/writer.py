@@ -26,7 +26,7 @@ def open_writer(lock_timeout_s: float | None = None) -> Iterator[Warehouse]:
     while True:
         try:
             if cfg.warehouse.conn_id:
-                from finops.warehouse.base import connect
+                from finops.warehouse.backends import connect
 
                 wh = connect(cfg, migrate=False)
             else:

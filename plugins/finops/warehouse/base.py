@@ -1,4 +1,5 @@
-"""The Warehouse protocol every backend implements, and `connect()`.
+"""The Warehouse protocol every backend implements, and the load_log row they all write
+(`connect()` is in finops.warehouse.backends, above the backends).
 
 SQL passed to `execute` / `query` uses qmark (`?`) placeholders on every backend; the
 PostgreSQL backend translates them. Values are always bound, never formatted into SQL.
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     import pyarrow as pa
-
-    from finops.config import FinOpsConfig
 
 
 class WarehouseError(RuntimeError):
@@ -154,22 +153,3 @@ class Warehouse(Protocol):
         other (an MVCC DELETE does not see the other's uncommitted rows)."""
 
     def close(self) -> None: ...
-
-
-def connect(config: FinOpsConfig | None = None, migrate: bool = True) -> Warehouse:
-    """Open the configured warehouse: embedded DuckDB unless warehouse.conn_id is set."""
-    from finops.config import get_config
-
-    cfg = config or get_config()
-    if cfg.warehouse.conn_id:
-        from finops.warehouse.postgres_wh import PostgresWarehouse
-
-        wh: Warehouse = PostgresWarehouse.from_conn_id(cfg.warehouse.conn_id, schema=cfg.warehouse.schema_)
-    else:
-        from finops.paths import warehouse_path
-        from finops.warehouse.duckdb_wh import DuckDBWarehouse
-
-        wh = DuckDBWarehouse(warehouse_path())
-    if migrate:
-        wh.migrate()
-    return wh
