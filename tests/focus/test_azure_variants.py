@@ -214,3 +214,70 @@ def test_unmapped_meter_category_loads_as_other(tmp_path, duckdb_wh):
     )
     assert got == [("Azure Quantum", "Other", "Other (Other)")]
     assert _derived(conv, path)[0] == {"ServiceSubcategory": 1, "InvoiceId": 11}
+
+
+# Microsoft Partner Agreement (CSP) exports, from Microsoft's "cost and usage details file schema"
+# pages (dataset-schema/cost-usage-details-mca-partner and -mca-partner-subscription, version
+# 2023-12-01-preview). The pages' column lists name the head of each file; from `date`
+# (billing scope) and `SubscriptionId` (subscription scope) on, the columns are the MCA
+# schema's, in its order.
+MPA_HEAD = (
+    "invoiceId,previousInvoiceId,billingAccountId,billingAccountName,billingProfileId,billingProfileName,"
+    "invoiceSectionId,invoiceSectionName,partnerTenantId,partnerName,resellerName,resellerMpnId,"
+    "customerTenantId,customerName,costCenter,billingPeriodEndDate,billingPeriodStartDate,"
+    "servicePeriodEndDate,servicePeriodStartDate"
+).split(",")
+CSP_SUBSCRIPTION_HEAD = (
+    "billingAccountName,partnerName,resellerName,resellerMpnId,customerTenantId,customerName,costCenter,"
+    "billingPeriodEndDate,billingPeriodStartDate,servicePeriodEndDate,servicePeriodStartDate,date,serviceFamily,"
+    "productOrderId,productOrderName,consumedService,meterId,meterName,meterCategory,meterSubCategory,meterRegion,"
+    "ProductId,ProductName,SubscriptionId"
+).split(",")
+PARTNER = {"partnerTenantId": "0f5e7a4e-0000-4000-8000-00000000c5p0", "partnerName": "Contoso CSP",
+           "customerTenantId": "6b1f0b2c-0000-4000-8000-0000000000c1", "customerName": "Fabrikam, Inc."}
+
+
+def _partner_export(tmp_path: Path, head: list[str], tail_from: str) -> tuple[Path, Decimal]:
+    """The demo generator's MCA rows of 2026-10 rewritten in a partner layout; their total."""
+    src = gen.generate(layout="mca", kind="actual", days=2).write_csv(tmp_path / "mca.csv")
+    rows = list(csv.DictReader(src.open(encoding="utf-8-sig")))
+    header = head + gen.MCA_HEADER[gen.MCA_HEADER.index(tail_from) + (0 if tail_from == "date" else 1):]
+    out = tmp_path / "part_0_0001.csv"
+    with out.open("w", newline="") as f:
+        w = csv.DictWriter(f, header, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({**r, **PARTNER})
+    return out, sum((Decimal(r["costInBillingCurrency"]) for r in rows), Decimal(0))
+
+
+def test_csp_subscription_scope_export_loads(tmp_path, duckdb_wh):
+    """No billing account, profile or invoice column: the customer the partner bills is the
+    billing account, so rows without a subscription (purchases) still have one."""
+    path, total = _partner_export(tmp_path, CSP_SUBSCRIPTION_HEAD, "SubscriptionId")
+    conv = AzureCostConverter("actual")
+    assert conv.variant(next(csv.reader(path.open()))) == (
+        "Azure CSP (partner agreement, subscription scope) actual, current schema (costInBillingCurrency)"
+    )
+    batch = RawBatch(source="csp", provider="azure", billing_period="2026-10", files=[path], fingerprint="v1")
+    entry = load_batch(duckdb_wh, batch, conv)
+    assert entry.status == "loaded", entry.message
+    got = duckdb_wh.query(
+        "SELECT DISTINCT billing_account_id, billing_account_name, billing_account_type, invoice_id FROM focus_costs"
+    )
+    assert got == [(PARTNER["customerTenantId"], "Fabrikam, Inc.", "Customer", f"{PARTNER['customerTenantId']}-202610")]
+    assert Decimal(duckdb_wh.query("SELECT sum(billed_cost) FROM focus_costs")[0][0]) == total
+    assert load_batch(duckdb_wh, batch, conv).status == "unchanged"
+    assert Decimal(duckdb_wh.query("SELECT sum(billed_cost) FROM focus_costs")[0][0]) == total
+
+
+def test_mpa_billing_scope_export_bills_like_mca(tmp_path, duckdb_wh):
+    path, total = _partner_export(tmp_path, MPA_HEAD, "date")
+    conv = AzureCostConverter("actual")
+    assert conv.variant(next(csv.reader(path.open()))).startswith("Azure MPA (partner agreement, billing scope) actual")
+    batch = RawBatch(source="mpa", provider="azure", billing_period="2026-10", files=[path], fingerprint="v1")
+    entry = load_batch(duckdb_wh, batch, conv)
+    assert entry.status == "loaded", entry.message
+    (acct_type,) = {r[0] for r in duckdb_wh.query("SELECT billing_account_type FROM focus_costs")}
+    assert acct_type == "Billing Profile"
+    assert Decimal(duckdb_wh.query("SELECT sum(billed_cost) FROM focus_costs")[0][0]) == total

@@ -110,6 +110,10 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "pricing_model": ("pricingmodel",),
     "availability_zone": ("availabilityzone",),
     "service_family": ("servicefamily",),
+    # Microsoft Partner Agreement (CSP) exports: the customer the partner bills
+    "partner_name": ("partnername",),
+    "customer_tenant_id": ("customertenantid",),
+    "customer_name": ("customername",),
 }
 ESSENTIAL = ("date", "cost")
 
@@ -164,12 +168,17 @@ def _pick(columns: Sequence[str]) -> dict[str, str]:
 
 
 def detect_agreement(columns: Sequence[str]) -> str:
-    """'mca' (invoiceId column), 'ea' (a billing-account or account-owner column) or 'payg'."""
+    """'mca' (invoiceId column), 'ea' (a billing-account or account-owner column), 'csp' (a
+    Microsoft Partner Agreement export at subscription scope: partner and customer columns, no
+    billing account) or 'payg'. A partner export at billing scope is the MCA schema plus partner
+    columns, and bills like MCA."""
     picked = _pick(columns)
     if "invoice_id" in picked:
         return "mca"
     if "billing_account_id" in picked or "account_owner_id" in picked:
         return "ea"
+    if "customer_tenant_id" in picked or "partner_name" in picked:
+        return "csp"
     return "payg"
 
 
@@ -205,7 +214,10 @@ class AzureCostConverter:
         """Human name of the export variant these columns are, e.g. 'Azure EA actual, Cost column'."""
         picked = _pick(columns)
         detected = detect_agreement(columns)
-        label = {"mca": "MCA", "ea": "EA", "payg": "pay-as-you-go"}[detected]
+        label = {"mca": "MCA", "ea": "EA", "csp": "CSP (partner agreement, subscription scope)",
+                 "payg": "pay-as-you-go"}[detected]
+        if detected == "mca" and "partner_name" in picked:
+            label = "MPA (partner agreement, billing scope)"
         cost = picked.get("cost", "no cost column")
         if cost.lower() == "pretaxcost":
             schema = "2019 schema (PreTaxCost, UsageDateTime)"
@@ -328,8 +340,10 @@ class AzureCostConverter:
   lower(replace(COALESCE(pricing_model, 'OnDemand'), ' ', '')) AS x_pm,
   COALESCE(benefit_id, reservation_id) AS x_commit_id,
   COALESCE(benefit_name, reservation_name) AS x_commit_name,
-  COALESCE({account}, account_owner_id, subscription_id) AS x_account,
-  COALESCE({account_name}, billing_account_name) AS x_account_name,
+  COALESCE({account}, account_owner_id, customer_tenant_id, subscription_id) AS x_account,
+  CASE WHEN {account} IS NULL AND account_owner_id IS NULL AND customer_tenant_id IS NOT NULL
+       THEN COALESCE(customer_name, customer_tenant_id)
+       ELSE COALESCE({account_name}, billing_account_name) END AS x_account_name,
   {units.quantity("quantity")} AS x_pqty,
   {units.unit} AS x_punit,
   {units.price("payg_price")} AS x_list_price,
@@ -363,7 +377,9 @@ FROM ({units.relation(inner)})"""
             "billing_account_name": "x_account_name",
             "billing_account_type": "CASE WHEN x_agreement = 'mca' AND billing_profile_id IS NOT NULL "
             "THEN 'Billing Profile' WHEN billing_account_id IS NOT NULL THEN 'Billing Account' "
-            "WHEN account_owner_id IS NOT NULL THEN 'Enrollment Account' ELSE 'Subscription' END",
+            "WHEN account_owner_id IS NOT NULL THEN 'Enrollment Account' "
+            # a CSP subscription-scope export: the partner invoices the customer (its tenant)
+            "WHEN customer_tenant_id IS NOT NULL THEN 'Customer' ELSE 'Subscription' END",
             "billing_currency": "upper(currency)",
             "billing_period_start": start,
             "billing_period_end": f"({start} + INTERVAL 1 MONTH)",
