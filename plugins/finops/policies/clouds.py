@@ -1,35 +1,16 @@
 """Build `engine.Cloud` pairs (inventory + actions) from policy `targets`, with credentials
 taken only from Airflow connections. A target without conn_id gets no credentials, which
-only makes sense against a local server (base_url) and is refused otherwise."""
+only makes sense against a local server (base_url) and is refused otherwise. Tokens and the
+HTTP transport (proxies, CA bundle) come from finops.connections, as everywhere else."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from finops import connections
 from finops.policies.engine import Cloud
 from finops.policies.model import Policy, PolicyError, Target
 from finops.policies.rest import TokenProvider
-
-
-def _gcp_token(conn_id: str) -> TokenProvider:
-    from airflow.providers.google.common.hooks.base_google import GoogleBaseHook
-    from google.auth.transport.requests import Request
-
-    creds = GoogleBaseHook(gcp_conn_id=conn_id).get_credentials()
-
-    def token() -> str | None:
-        if not creds.valid:
-            creds.refresh(Request())
-        return creds.token
-
-    return token
-
-
-def _azure_token(conn_id: str) -> TokenProvider:
-    from finops.azure_credentials import service_principal
-
-    cred = service_principal(conn_id, "act on Azure resources")
-    return lambda: cred.get_token("https://management.azure.com/.default").token
 
 
 def _lambda_token(conn_id: str) -> TokenProvider:
@@ -61,19 +42,21 @@ def build_clouds(target: Target, policy: Policy | None = None) -> Iterator[Cloud
         from finops.policies.actions.gcp import GcpActions
         from finops.policies.inventory.gcp import COMPUTE, MONITORING, GcpInventory
 
-        ginv = GcpInventory(target.account or "", _token(target, _gcp_token), target.base_url or COMPUTE,
-                            target.monitoring_url or target.base_url or MONITORING)
+        ginv = GcpInventory(target.account or "", _token(target, connections.gcp_token), target.base_url or COMPUTE,
+                            target.monitoring_url or target.base_url or MONITORING,
+                            session=connections.http_session(target.conn_id))
         yield Cloud(ginv, GcpActions(ginv))
     elif target.provider == "azure":
         from finops.policies.actions.azure import AzureActions
         from finops.policies.inventory.azure import ARM, AzureInventory
 
-        ainv = AzureInventory(target.account or "", _token(target, _azure_token), target.base_url or ARM,
-                              target.gpu_metric_namespace)
+        ainv = AzureInventory(target.account or "", _token(target, connections.azure_token), target.base_url or ARM,
+                              target.gpu_metric_namespace, session=connections.http_session(target.conn_id))
         yield Cloud(ainv, AzureActions(ainv))
     else:
         from finops.policies.actions.lambda_cloud import LambdaActions
         from finops.policies.inventory.lambda_cloud import LAMBDA, LambdaInventory
 
-        linv = LambdaInventory(target.account or "lambda", _token(target, _lambda_token), target.base_url or LAMBDA)
+        linv = LambdaInventory(target.account or "lambda", _token(target, _lambda_token), target.base_url or LAMBDA,
+                               session=connections.http_session(target.conn_id))
         yield Cloud(linv, LambdaActions(linv, allow_terminate=bool(policy and policy.allow_terminate)))

@@ -4,9 +4,12 @@ are built from Airflow connections in clouds.py; nothing here reads secrets."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.http_client import HttpClient, HttpError, RetrySettings, TokenProvider
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = ["RestClient", "RestError", "TokenProvider"]
 
@@ -30,8 +33,9 @@ class RestClient(HttpClient):
         backoff_s: float = 0.5,
         max_wait_s: float = 30.0,
         timeout_s: float = 30.0,
+        session: requests.Session | None = None,
     ):
-        super().__init__(base_url, token=token,
+        super().__init__(base_url, token=token, session=session,
                          settings=RetrySettings(retries + 1, backoff_s, max_wait_s, max_wait_s, timeout_s))
 
     def request(self, method: str, path: str, **kw: Any) -> Any:

@@ -4,6 +4,10 @@ the HTTP fetchers; kept at the edge so the fetchers run with plain arguments in 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from finops.http_client import TokenProvider
 
 
 @dataclass(frozen=True)
@@ -38,21 +42,18 @@ def resolve(conn_id: str | None, default_base: str, keep_path: bool = True) -> H
     return HttpEndpoint(base.rstrip("/"), api_key=conn.password or None, login=conn.login or None)
 
 
-def gcp_headers(conn_id: str | None, api_key: str | None) -> dict[str, str]:
-    """Auth for the Billing Catalog: an API key (sent as a header, never in the URL), or an
-    OAuth token from a `google_cloud_platform` connection through the Google provider's hook."""
+def gcp_auth(conn_id: str | None, api_key: str | None) -> tuple[dict[str, str], TokenProvider | None]:
+    """Auth for the Billing Catalog as (headers, token): an API key (sent as a header, never in
+    the URL), or OAuth tokens from a `google_cloud_platform` connection (finops.connections, which
+    refreshes them when they expire mid-job)."""
     if api_key:
-        return {"X-Goog-Api-Key": api_key}
+        return {"X-Goog-Api-Key": api_key}, None
     if not conn_id:
-        return {}
+        return {}, None
     from airflow.sdk import BaseHook
 
-    conn = BaseHook.get_connection(conn_id)
-    if conn.conn_type != "google_cloud_platform":
-        return {}
-    import google.auth.transport.requests
-    from airflow.providers.google.common.hooks.base_google import GoogleBaseHook
+    if BaseHook.get_connection(conn_id).conn_type != "google_cloud_platform":
+        return {}, None
+    from finops.connections import gcp_token
 
-    creds, _ = GoogleBaseHook(gcp_conn_id=conn_id).get_credentials_and_project_id()
-    creds.refresh(google.auth.transport.requests.Request())
-    return {"Authorization": f"Bearer {creds.token}"}
+    return {}, gcp_token(conn_id)

@@ -11,7 +11,7 @@ from typing import Any
 import requests
 
 from finops import http_client
-from finops.http_client import parse_retry_after, same_origin
+from finops.http_client import TokenProvider, parse_retry_after, same_origin
 from finops.prices.settings import HttpSettings
 
 __all__ = ["HttpClient", "PriceSourceError", "RetryableHTTPError", "parse_retry_after", "same_origin"]
@@ -40,9 +40,11 @@ class HttpClient(http_client.HttpClient):
         auth: Any = None,
         sleep: Callable[[float], None] = time.sleep,
         session: requests.Session | None = None,
+        token: TokenProvider | str | None = None,
     ):
         super().__init__(
-            settings=settings or HttpSettings(), headers=headers, auth=auth, sleep=sleep, session=session
+            settings=settings or HttpSettings(), headers=headers, auth=auth, sleep=sleep, session=session,
+            token=token,
         )
 
     def get_json(self, url: str, params: Mapping[str, Any] | None = None) -> Any:

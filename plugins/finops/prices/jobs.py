@@ -47,7 +47,7 @@ import requests
 from finops.exceptions import ConfigError
 from finops.prices import aws, azure, azure_skus, gcp, gcp_compute, lambda_cloud, store
 from finops.prices.catalog import log_drift, static_entries
-from finops.prices.conn import gcp_headers, resolve
+from finops.prices.conn import gcp_auth, resolve
 from finops.prices.http import HttpClient, PriceSourceError
 from finops.prices.records import PROVIDERS, CatalogEntry, Offering, PriceRecord, TypeMatch, utcnow
 from finops.prices.settings import PricesSettings
@@ -300,8 +300,11 @@ def _aws_specs(ec2: Any, region: str, families: list[str]) -> tuple[list[Catalog
     return catalog, offers
 
 
-def _client(settings: PricesSettings, **kw: Any) -> HttpClient:
-    return HttpClient(settings.http, **kw)
+def _client(settings: PricesSettings, conn_id: str | None, **kw: Any) -> HttpClient:
+    """A price API client sending through connection `conn_id`'s transport (proxies, CA bundle)."""
+    from finops.connections import http_session
+
+    return HttpClient(settings.http, session=http_session(conn_id), **kw)
 
 
 @dataclass
@@ -345,7 +348,7 @@ def _fetch_azure(job: dict[str, Any], settings: PricesSettings, client: HttpClie
     cfg = settings.azure
     ep = resolve(cfg.conn_id, cfg.base_url)
     prices = azure.fetch_region(
-        client or _client(settings),
+        client or _client(settings, cfg.conn_id),
         ep.base_url,
         job["region"],
         job["families"],
@@ -376,12 +379,15 @@ def _azure_specs(
     if client is None:
         if not cfg.arm_conn_id:
             raise ValueError("prices.azure.subscription_id is set but prices.azure.arm_conn_id is not")
+        from finops.connections import azure_token
+
         try:
-            token = _arm_token(cfg.arm_conn_id)
-        except Exception as e:  # noqa: BLE001 - a refused sign-in is a refused call: the table answers
+            token = azure_token(cfg.arm_conn_id)
+            token()  # sign in now: a refused sign-in is a refused call, and the table answers
+        except Exception as e:  # noqa: BLE001 - see above
             log.warning("Azure sign-in for Resource SKUs failed (%s): specs from the static table", e)
             return [], []
-        client = _client(settings, headers={"Authorization": f"Bearer {token}"})
+        client = _client(settings, cfg.arm_conn_id, token=token)
     try:
         return azure_skus.fetch_specs(
             client,
@@ -396,18 +402,12 @@ def _azure_specs(
         return [], []
 
 
-def _arm_token(conn_id: str) -> str:
-    """An ARM bearer token from an Azure service-principal connection (as the policies use)."""
-    from finops.azure_credentials import service_principal
-
-    cred = service_principal(conn_id, "read Azure Resource SKUs")
-    return cred.get_token("https://management.azure.com/.default").token
-
-
 def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
     cfg = settings.gcp
     ep = resolve(cfg.conn_id, cfg.base_url, keep_path=False)
-    client = client or _client(settings, headers=gcp_headers(cfg.conn_id, ep.api_key))
+    if client is None:
+        headers, token = gcp_auth(cfg.conn_id, ep.api_key)
+        client = _client(settings, cfg.conn_id, headers=headers, token=token)
     specs: list[CatalogEntry] | None = None
     offers: list[Offering] = []
     if cfg.project:
@@ -448,9 +448,9 @@ def _fetch_lambda(job: dict[str, Any], settings: PricesSettings, client: HttpCli
                 f"connection {cfg.conn_id!r} has no password: put the Lambda Cloud API key there"
             )
         if cfg.auth == "basic":
-            client = _client(settings, auth=(ep.api_key, ""))
+            client = _client(settings, cfg.conn_id, auth=(ep.api_key, ""))
         else:
-            client = _client(settings, headers={"Authorization": f"Bearer {ep.api_key}"})
+            client = _client(settings, cfg.conn_id, headers={"Authorization": f"Bearer {ep.api_key}"})
     prices, catalog = lambda_cloud.fetch(client, ep.base_url)
     return Snapshot(["global"], lambda_cloud.SOURCE, prices, catalog, [("prefix", "")])
 

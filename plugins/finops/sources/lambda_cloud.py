@@ -71,6 +71,7 @@ class LambdaApi(HttpClient):
         max_delay: float = 30.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        from finops.connections import http_session
         from finops.prices.conn import resolve
 
         ep = resolve(conn_id, DEFAULT_BASE, keep_path=False)
@@ -79,6 +80,7 @@ class LambdaApi(HttpClient):
             ep.base_url,
             token=lambda: key,
             sleep=sleep,
+            session=http_session(conn_id),
             settings=RetrySettings(max_attempts, base_delay, max_delay, max_delay, 30.0),
         )
 

@@ -40,10 +40,9 @@ class AwsLauncher:
 
     @classmethod
     def from_conn(cls, conn_id: str, target: Target, max_running: int = 8) -> AwsLauncher:
-        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+        from finops.connections import aws_client
 
-        client = AwsBaseHook(aws_conn_id=conn_id, client_type="ec2", region_name=target.region).get_conn()
-        return cls(client, target, max_running)
+        return cls(aws_client(conn_id, "ec2", target.region), target, max_running)
 
     def params(self, spec: LaunchSpec) -> dict[str, Any]:
         t = self.target

@@ -43,22 +43,11 @@ class AzureLauncher:
 
     @classmethod
     def from_conn(cls, conn_id: str, target: Target, max_running: int = 8) -> AzureLauncher:
-        from airflow.providers.microsoft.azure.hooks.base_azure import AzureBaseHook
-        from azure.identity import ClientSecretCredential, DefaultAzureCredential
+        from finops import connections
 
-        cred = AzureBaseHook(conn_id=conn_id).get_credential()  # provider >= 12; service principal / MI
-        # Without use_azure_identity_object the provider hands back legacy msrest credentials that
-        # have no get_token: say so here rather than fail on the first ARM call.
-        if not isinstance(cred, ClientSecretCredential | DefaultAzureCredential):
-            raise ValueError(
-                f"Azure connection {conn_id!r} must set \"use_azure_identity_object\": true in its extra "
-                f"(it gave a {type(cred).__name__}, which cannot issue ARM tokens)"
-            )
-
-        def token() -> str:
-            return cred.get_token("https://management.azure.com/.default").token
-
-        return cls(RestClient(DEFAULT_BASE, token), target, max_running)
+        # service principal, managed or workload identity: AzureBaseHook.get_credential()
+        token = connections.azure_token(conn_id)
+        return cls(RestClient(DEFAULT_BASE, token, session=connections.http_session(conn_id)), target, max_running)
 
     @property
     def _vms(self) -> str:

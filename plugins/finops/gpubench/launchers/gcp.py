@@ -44,17 +44,10 @@ class GcpLauncher:
 
     @classmethod
     def from_conn(cls, conn_id: str, target: Target, max_running: int = 8) -> GcpLauncher:
-        import google.auth.transport.requests
-        from airflow.providers.google.common.hooks.base_google import GoogleBaseHook
+        from finops import connections
 
-        creds, _ = GoogleBaseHook(gcp_conn_id=conn_id).get_credentials_and_project_id()
-
-        def token() -> str:
-            if not creds.valid:
-                creds.refresh(google.auth.transport.requests.Request())
-            return creds.token
-
-        return cls(RestClient(DEFAULT_BASE, token), target, max_running)
+        token = connections.gcp_token(conn_id)
+        return cls(RestClient(DEFAULT_BASE, token, session=connections.http_session(conn_id)), target, max_running)
 
     @property
     def _project(self) -> str:

@@ -52,14 +52,11 @@ class LambdaLauncher:
 
     @classmethod
     def from_conn(cls, conn_id: str, target: Target, max_running: int = 8) -> LambdaLauncher:
-        from airflow.sdk import BaseHook
+        from finops.connections import http_session
+        from finops.prices.conn import resolve
 
-        conn = BaseHook.get_connection(conn_id)
-        base = DEFAULT_BASE
-        if conn.host:
-            base = conn.host if "://" in conn.host else f"{conn.schema or 'https'}://{conn.host}" + (
-                f":{conn.port}" if conn.port else "")
-        return cls(RestClient(base, conn.password), target, max_running)
+        ep = resolve(conn_id, DEFAULT_BASE, keep_path=False)
+        return cls(RestClient(ep.base_url, ep.api_key, session=http_session(conn_id)), target, max_running)
 
     def launch(self, spec: LaunchSpec) -> list[str]:
         alive = self.find()

@@ -24,9 +24,9 @@ _STATE = {"running": "running", "stopped": "stopped", "stopping": "stopping", "p
 
 
 def _client(conn_id: str, region: str, service: str) -> Any:
-    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+    from finops.connections import aws_client
 
-    return AwsBaseHook(aws_conn_id=conn_id, client_type=service, region_name=region).get_conn()
+    return aws_client(conn_id, service, region)
 
 
 def to_resource(inst: dict[str, Any], account: str, region: str) -> Resource:

@@ -10,12 +10,15 @@ GPU is its own series (one busy GPU among idle ones is busy, and every GPU must 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
 from finops.policies.rest import RestClient, RestError, TokenProvider
 from finops.prices.gpu_models import azure_gpu_divisor, known_instance
+
+if TYPE_CHECKING:
+    import requests
 
 ARM = "https://management.azure.com"
 COMPUTE_API = "2024-07-01"
@@ -59,9 +62,9 @@ class AzureInventory:
     provider = "azure"
 
     def __init__(self, subscription: str, token: TokenProvider | None = None, base_url: str = ARM,
-                 gpu_metric_namespace: str | None = None):
+                 gpu_metric_namespace: str | None = None, session: requests.Session | None = None):
         self.subscription = subscription
-        self.arm = RestClient(base_url, token)
+        self.arm = RestClient(base_url, token, session=session)
         self.gpu_ns = gpu_metric_namespace
 
     @property

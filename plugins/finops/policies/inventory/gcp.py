@@ -8,11 +8,14 @@ series per `gpu_number`); CPU from `compute.googleapis.com/instance/cpu/utilizat
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
 from finops.policies.rest import RestClient, TokenProvider
+
+if TYPE_CHECKING:
+    import requests
 
 COMPUTE = "https://compute.googleapis.com"
 MONITORING = "https://monitoring.googleapis.com"
@@ -49,10 +52,11 @@ class GcpInventory:
     provider = "gcp"
 
     def __init__(self, project: str, token: TokenProvider | None = None,
-                 compute_url: str = COMPUTE, monitoring_url: str = MONITORING):
+                 compute_url: str = COMPUTE, monitoring_url: str = MONITORING,
+                 session: requests.Session | None = None):
         self.project = project
-        self.compute = RestClient(compute_url, token)
-        self.monitoring = RestClient(monitoring_url, token)
+        self.compute = RestClient(compute_url, token, session=session)
+        self.monitoring = RestClient(monitoring_url, token, session=session)
         self._raw: dict[str, dict[str, Any]] = {}
 
     def raw(self, resource_id: str) -> dict[str, Any]:

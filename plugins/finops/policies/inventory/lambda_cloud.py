@@ -5,11 +5,14 @@ name policies apply (idle policies always read `no_metrics`), and marks live in
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from finops.policies.decide import Resource, Series
 from finops.policies.model import Policy
 from finops.policies.rest import RestClient, TokenProvider
+
+if TYPE_CHECKING:
+    import requests
 
 LAMBDA = "https://cloud.lambda.ai"
 _STATE = {"active": "running", "booting": "pending", "unhealthy": "running", "terminating": "stopping",
@@ -42,9 +45,10 @@ def to_resource(inst: dict[str, Any], account: str) -> Resource:
 class LambdaInventory:
     provider = "lambda"
 
-    def __init__(self, account: str = "lambda", token: TokenProvider | None = None, base_url: str = LAMBDA):
+    def __init__(self, account: str = "lambda", token: TokenProvider | None = None, base_url: str = LAMBDA,
+                 session: requests.Session | None = None):
         self.account = account
-        self.api = RestClient(base_url, token)
+        self.api = RestClient(base_url, token, session=session)
 
     @property
     def scope(self) -> tuple[str, str | None]:
