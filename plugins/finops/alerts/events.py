@@ -1,55 +1,42 @@
 """The one alert hook. Producers build an AlertEvent and call `emit()`; they never talk to
 Slack or SMTP themselves. Sinks are registered callables (the logging sink is built in;
-Slack / email sinks are added by finops.alerts.delivery from the configured routes).
+Slack / email sinks are added by finops.alerts.routing from the configured routes).
 
 Fields are plain data: user-controlled strings (tag values, resource names) travel as
 values and are escaped by each sink for its own medium, never pre-formatted here.
+
+The event type (finops.alerts.model) and the sink list (finops.alerts.sinks) live below this
+module and routing, and are re-exported here for producers.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+
+from finops.alerts.model import AlertEvent, Severity
+from finops.alerts.sinks import (
+    _SINKS,
+    Sink,
+    clear_sinks,
+    is_registered,
+    register_sink,
+    registered,
+    unregister_sink,
+)
+
+__all__ = [
+    "_SINKS",
+    "AlertEvent",
+    "Severity",
+    "Sink",
+    "clear_sinks",
+    "emit",
+    "is_registered",
+    "register_sink",
+    "unregister_sink",
+]
 
 log = logging.getLogger("finops.alerts")
-
-Severity = Literal["info", "warning", "critical"]
-
-
-@dataclass(frozen=True)
-class AlertEvent:
-    kind: str  # e.g. "validation_failed", "policy_notice", "anomaly"
-    title: str
-    severity: Severity = "warning"
-    team: str | None = None  # routing key; None -> default route
-    summary: str = ""
-    facts: dict[str, Any] = field(default_factory=dict)  # name -> value, shown as a table
-    dedup_key: str | None = None  # same key -> update, not a new alert
-    links: dict[str, str] = field(default_factory=dict)
-
-
-Sink = Callable[[AlertEvent], None]
-_SINKS: list[Sink] = []
-
-
-def register_sink(sink: Sink) -> None:
-    if sink not in _SINKS:
-        _SINKS.append(sink)
-
-
-def unregister_sink(sink: Sink) -> None:
-    if sink in _SINKS:
-        _SINKS.remove(sink)
-
-
-def clear_sinks() -> None:
-    _SINKS.clear()
-
-
-def is_registered(sink: Sink) -> bool:
-    return sink in _SINKS
 
 
 def _ensure_configured_routes() -> None:
@@ -70,7 +57,7 @@ def emit(event: AlertEvent) -> list[Exception]:
     log.warning("ALERT [%s] %s: %s %s", event.severity, event.kind, event.title, event.facts)
     _ensure_configured_routes()
     errors: list[Exception] = []
-    for sink in list(_SINKS):
+    for sink in registered():
         try:
             sink(event)
         except Exception as e:  # noqa: BLE001 - one broken sink must not stop the others

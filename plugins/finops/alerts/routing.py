@@ -11,7 +11,8 @@ from collections.abc import Callable
 from functools import partial
 
 from finops.alerts.dedup import AlertLedger
-from finops.alerts.events import AlertEvent, register_sink
+from finops.alerts.model import AlertEvent
+from finops.alerts.sinks import is_registered, register_sink, unregister_sink
 from finops.config import AlertRoute, AlertsConfig
 
 log = logging.getLogger(__name__)
@@ -75,8 +76,6 @@ _REGISTERED: dict[str, Callable[[AlertEvent], None]] = {}
 
 def register_configured_sinks(alerts: AlertsConfig | None = None, ledger: AlertLedger | None = None) -> None:
     """Register the routing sink once per process (re-registering replaces the ledger)."""
-    from finops.alerts.events import unregister_sink
-
     if alerts is None:
         from finops.config import get_config
 
@@ -95,8 +94,6 @@ def ensure_configured_sinks() -> None:
     ledger. Registered means still among the sinks: the anomaly task clears the sinks when it
     ends (its ledger's warehouse is closed), and a task_failed alert emitted after it must
     still reach the routes, not the log alone."""
-    from finops.alerts.events import is_registered
-
     sink = _REGISTERED.get("routes")
     if sink is None or not is_registered(sink):
         register_configured_sinks()

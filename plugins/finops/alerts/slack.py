@@ -19,7 +19,7 @@ from slack_sdk.http_retry.builtin_handlers import ConnectionErrorRetryHandler, S
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 
-from finops.alerts.events import AlertEvent
+from finops.alerts.model import AlertEvent
 
 log = logging.getLogger(__name__)
 
