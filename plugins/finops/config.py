@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from finops.budgets.settings import BudgetsConfig
+from finops.commitments.settings import CommitmentsSettings
 from finops.exceptions import ConfigError as ConfigError  # a finops.yaml problem: `path.to.key: reason`
 from finops.paths import config_path
 from finops.secret_scan import find_secrets
@@ -141,6 +142,7 @@ class FinOpsConfig(_Model):
     # Validated here, with the file: a bad budget must fail when finops.yaml loads, not when
     # the month's money is already spent (finops.budgets.settings).
     budgets: BudgetsConfig = BudgetsConfig()
+    commitments: CommitmentsSettings = CommitmentsSettings()  # finops.commitments.settings
 
     def source(self, name: str) -> SourceBase:
         for s in self.sources.all():
