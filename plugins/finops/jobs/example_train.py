@@ -18,6 +18,27 @@ import sys
 import time
 
 
+def _faults() -> dict[str, int]:
+    """This attempt's injected preemption, for tests and the bench: FINOPS_FAULT holds entries
+    `attempt=<n>,phase=<boot|step|write>[,step=<k>]` separated by ';'. The process SIGKILLs
+    itself (what a reclaim without warning does): at boot before any work, right after step k,
+    or halfway through writing step k's checkpoint (state.pt half written, no marker)."""
+    attempt = os.environ.get("FINOPS_JOB_ATTEMPT", "1")
+    out: dict[str, int] = {}
+    for entry in filter(None, os.environ.get("FINOPS_FAULT", "").split(";")):
+        kv = dict(part.split("=", 1) for part in entry.split(",") if "=" in part)
+        if kv.get("attempt", attempt) == attempt and kv.get("phase") in ("boot", "step", "write"):
+            out[kv["phase"]] = int(kv.get("step", "0"))
+    return out
+
+
+def _die() -> None:
+    import signal
+
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     # A provider passes the URI and the work in FINOPS_* variables (finops.jobs.local.job_env).
@@ -34,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--step-sleep", type=float, default=0.0, help="seconds per step, to stretch a test run")
     p.add_argument("--out", default=None, help="write the final weights here (torch.save)")
     a = p.parse_args(argv)
+    faults = _faults()
+    if "boot" in faults:
+        print("fault: killed at boot", flush=True)
+        _die()
 
     import numpy as np
     import torch
@@ -60,6 +85,17 @@ def main(argv: list[str] | None = None) -> int:
         a.checkpoint_uri, model, opt, scaler, every_steps=a.every_steps, every_minutes=a.every_minutes
     )
     ckpt.install_sigterm()
+    if "write" in faults:
+        put, target = ckpt.store.put, f"ckpt-{faults['write']:012d}/state.pt"
+
+        def dying_put(name: str, data: bytes) -> None:
+            if name == target:
+                put(name, data[: len(data) // 2])  # the write is cut off halfway, no marker follows
+                print(f"fault: killed while writing {name}", flush=True)
+                _die()
+            put(name, data)
+
+        ckpt.store.put = dying_put  # type: ignore[method-assign]
     notice = check_for(os.environ.get("FINOPS_PROVIDER", "local"))
     if notice is not None:  # on a cloud instance: the metadata service's notice saves early too
         watch(ckpt.request_stop, notice)
@@ -83,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(a.step_sleep)
         step += 1
         print(f"step {step} loss {loss.item():.6f}", flush=True)
+        if faults.get("step") == step:
+            print(f"fault: killed after step {step}", flush=True)
+            _die()
         if ckpt.step_done(step, data={"epoch": epoch, "batch": b + 1}):
             print(f"stopped at step {step}: {ckpt.stop_reason}", flush=True)
             return 143  # 128 + SIGTERM: the attempt ended early, the work is saved

@@ -8,11 +8,13 @@ No Airflow import: an operator wraps this at the edge.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +22,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from finops.jobs.checkpoint import newest_complete_step
+from finops.jobs.executor import CapacityError
 from finops.jobs.planner import Candidate, Decision, JobState, PlanSettings, cost_of, plan
 from finops.jobs.spec import JobSpec
 from finops.jobs.stores import open_store
@@ -81,13 +84,162 @@ class LocalInstance:
         return self.log.read_text(errors="replace")
 
 
+class NoCapacity(CapacityError):
+    """The provider has no machine of the asked type (a cloud's InsufficientInstanceCapacity)."""
+
+
+# Wrappers this process started: their exit must be reaped here, or they linger as zombies that
+# still answer kill(pid, 0).
+_STARTED: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _proc_start_time(pid: int) -> str | None:
+    """Field 22 of /proc/<pid>/stat (start time in clock ticks): tells a reused pid apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[0] == "Z":  # exited, not yet reaped by its parent
+        return None
+    return fields[19]
+
+
 class LocalProvider:
     """Launches attempts as subprocesses; `preempt` is what a spot reclaim does to one: SIGTERM,
-    a grace period (AWS gives two minutes), then SIGKILL. grace_s=0 is a hard kill."""
+    a grace period (AWS gives two minutes), then SIGKILL. grace_s=0 is a hard kill.
 
-    def __init__(self, work_dir: str | os.PathLike[str], extra_env: dict[str, str] | None = None) -> None:
+    Two ways to use it: `launch` (a child of this process, for `run_job`), or `start` /
+    `status` / `terminate` / `find` (the executor's provider interface): a detached instance
+    under `<work_dir>/instances/<id>/` (tags.json, pid, log, exit) that a later process, such
+    as Airflow's triggerer or a retried task, can watch and end. `machines` are the instance
+    types this box can be; starting another raises NoCapacity (None: any)."""
+
+    name = "local"
+
+    def __init__(
+        self,
+        work_dir: str | os.PathLike[str],
+        extra_env: dict[str, str] | None = None,
+        machines: list[str] | None = None,
+    ) -> None:
         self.work_dir = Path(work_dir)
         self.extra_env = extra_env or {}
+        self.machines = machines
+
+    def config(self) -> dict[str, object]:
+        """JSON that rebuilds this provider elsewhere (`finops.jobs.executor.provider_from_config`)."""
+        return {"kind": "local", "work_dir": str(self.work_dir), "extra_env": self.extra_env,
+                "machines": self.machines}  # fmt: skip
+
+    # -- detached instances (the executor's provider interface) -----------------------------
+
+    def _dir(self, instance_id: str) -> Path:
+        if not instance_id.startswith("local-") or "/" in instance_id or ".." in instance_id:
+            raise ValueError(f"not a local instance id: {instance_id!r}")
+        return self.work_dir / "instances" / instance_id
+
+    def start(
+        self, spec: JobSpec, attempt: int, precision: str, instance_type: str, tags: dict[str, str]
+    ) -> str:
+        if self.machines is not None and instance_type not in self.machines:
+            raise NoCapacity(f"no local machine of type {instance_type} (have {', '.join(self.machines)})")
+        iid = f"local-{uuid.uuid4().hex[:16]}"
+        d = self._dir(iid)
+        d.mkdir(parents=True)
+        (d / "tags.json").write_text(json.dumps(tags, sort_keys=True))
+        env = {
+            **os.environ,
+            **self.extra_env,
+            **job_env(spec, attempt, precision),
+            "FINOPS_PROVIDER": "local",
+            "FINOPS_INSTANCE_ID": iid,
+        }
+        argv = [sys.executable, "-m", "finops.jobs.local_wrap", str(d), "--", *job_argv(spec)]
+        with (d / "log").open("wb") as out:
+            proc = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        _STARTED[proc.pid] = proc
+        (d / "pid").write_text(f"{proc.pid} {_proc_start_time(proc.pid) or ''}")
+        return iid
+
+    def _pid(self, instance_id: str) -> int | None:
+        """The wrapper's pid while it is alive (and still the process we started)."""
+        try:
+            pid_s, _, started = (self._dir(instance_id) / "pid").read_text().partition(" ")
+        except FileNotFoundError:
+            return None
+        pid = int(pid_s)
+        proc = _STARTED.get(pid)
+        if proc is not None:
+            if proc.poll() is None:
+                return pid
+            del _STARTED[pid]
+            return None
+        now = _proc_start_time(pid)
+        return pid if now is not None and (not started or now == started) else None
+
+    def status(self, instance_id: str) -> str:
+        """`running`, `exited:<code>` (the job's return code) or `gone` (killed with no exit
+        recorded, as a reclaimed instance is)."""
+        d = self._dir(instance_id)
+        if self._pid(instance_id) is not None:
+            return "running"
+        try:
+            return f"exited:{int((d / 'exit').read_text())}"
+        except (FileNotFoundError, ValueError):
+            return "gone"
+
+    def terminate(self, instance_id: str, grace_s: float = 0.0) -> str:
+        """SIGTERM the instance's process group, wait up to `grace_s`, then SIGKILL it; returns
+        the status it ended with."""
+        pid = self._pid(instance_id)
+        if pid is not None and grace_s > 0:
+            try:
+                os.killpg(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            end = time.monotonic() + grace_s
+            while time.monotonic() < end and self._pid(instance_id) is not None:
+                time.sleep(0.02)
+        pid = self._pid(instance_id)
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc = _STARTED.pop(pid, None)
+            if proc is not None:
+                proc.wait()
+            else:
+                end = time.monotonic() + 10
+                while time.monotonic() < end and _proc_start_time(pid) is not None:
+                    time.sleep(0.02)
+        return self.status(instance_id)
+
+    def find(self, job_id: str | None = None) -> list[tuple[str, dict[str, str]]]:
+        """Live instances (of one job, by its `finops-job-id` tag) with their tags."""
+        root = self.work_dir / "instances"
+        out = []
+        for d in sorted(root.iterdir()) if root.is_dir() else []:
+            try:
+                tags = json.loads((d / "tags.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if job_id is not None and tags.get("finops-job-id") != job_id:
+                continue
+            if self._pid(d.name) is not None:
+                out.append((d.name, tags))
+        return out
+
+    def log_text(self, instance_id: str) -> str:
+        try:
+            return (self._dir(instance_id) / "log").read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    # -- children of this process (run_job) -------------------------------------------------
 
     def launch(self, spec: JobSpec, attempt: int, precision: str) -> LocalInstance:
         self.work_dir.mkdir(parents=True, exist_ok=True)

@@ -67,6 +67,10 @@ class JobState:
     steps_done: int = 0
     spent_usd: Decimal = Decimal(0)
     spot_preemptions: int = 0
+    # why spot is out for the rest of the job (the running attempt's pace missed the deadline)
+    spot_blocked: str | None = None
+    # candidate label -> why it is out (a capacity error when the executor asked for it)
+    excluded: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,9 @@ def _evaluate(
     budget_left: Decimal | None,
 ) -> _Eval:
     ev = _Eval(cand, precision)
+    if cand.label in state.excluded:
+        ev.why = state.excluded[cand.label]
+        return ev
     if spec.clouds and cand.provider not in spec.clouds:
         ev.why = f"cloud {cand.provider} not in the spec's clouds"
         return ev
@@ -210,7 +217,9 @@ def _evaluate(
     ev.cost = cost_of(cand.price_per_hour, ranked.expected_hours)
     ev.finish = now + timedelta(hours=ranked.expected_hours)
     spot = cand.pricing_model == "spot"
-    if spot and state.spot_preemptions >= spec.max_spot_preemptions:
+    if spot and state.spot_blocked:
+        ev.why = state.spot_blocked
+    elif spot and state.spot_preemptions >= spec.max_spot_preemptions:
         ev.why = f"{state.spot_preemptions} spot preemptions reached the limit ({spec.max_spot_preemptions})"
     elif not spot and spec.priority == "opportunistic":
         ev.why = "opportunistic jobs run on spot only"
