@@ -148,22 +148,11 @@ def test_non_http_connections_lend_only_their_transport_keys(monkeypatch, tmp_pa
     assert connections.http_session(None).proxies == {}
 
 
-def _service_account(tmp_path) -> dict:
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.NoEncryption()).decode()
-    return {"type": "service_account", "project_id": "acme-finops", "private_key_id": "k1", "private_key": pem,
-            "client_email": "finops@acme-finops.iam.gserviceaccount.com", "client_id": "1",
-            "token_uri": f"http://{OAUTH_HOST}/token"}
-
-
-def test_gcp_token_is_refreshed_once_through_the_connection_proxy(proxy, monkeypatch, tmp_path):
+def test_gcp_token_is_refreshed_once_through_the_connection_proxy(proxy, monkeypatch, gcp_service_account):
+    key = {**gcp_service_account, "token_uri": f"http://{OAUTH_HOST}/token"}
     conn_id = _set_conn(monkeypatch, "gcp_sa", {
         "conn_type": "google_cloud_platform",
-        "extra": {"keyfile_dict": json.dumps(_service_account(tmp_path)),
+        "extra": {"keyfile_dict": json.dumps(key),
                   "scope": "https://www.googleapis.com/auth/cloud-platform",
                   "proxies": {"http": proxy.url, "https": proxy.url}}})
     creds, project = connections.gcp_credentials(conn_id)

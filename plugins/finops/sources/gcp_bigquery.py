@@ -12,8 +12,11 @@ months are reloaded is the DAG's rolling window (current month + previous one ea
 month); `reload_days` bounds the scan: rows of invoice month M are read from
 `export_time >= first day of M - reload_days` (lets BigQuery prune export-time partitions).
 
-Results stream page by page into one parquet file (constant memory) under
-FINOPS_HOME/raw/gcp/<source>/<period>/.
+Results stream batch by batch into one parquet file (constant memory) under
+FINOPS_HOME/raw/gcp/<source>/<period>/. Against real BigQuery the rows come through the
+BigQuery Storage Read API (Arrow record batches over gRPC, several streams at once, the
+connection's credentials); REST paging (`tabledata.list`, 50k rows a page) is kept for an
+emulator only, which has no Storage Read API.
 
 Connection extras honoured besides the provider's own: `api_endpoint` (a BigQuery
 emulator) and `anonymous: true` (no credentials, emulator only).
@@ -92,6 +95,23 @@ def bq_client(conn_id: str, project: str | None = None):
     )
 
 
+def bqstorage_client(conn_id: str) -> Any | None:
+    """A BigQueryReadClient with the connection's credentials for real BigQuery; None when the
+    connection points at an emulator (`api_endpoint` in its extra), whose results are read over
+    REST. The Storage Read API is what Google's client library itself picks for large results
+    (a month of a detailed export is millions of rows); REST pages are read one after another."""
+    from airflow.sdk import BaseHook
+
+    if BaseHook.get_connection(conn_id).extra_dejson.get("api_endpoint"):
+        return None
+    from google.cloud import bigquery_storage
+
+    from finops.connections import gcp_credentials
+
+    creds, _ = gcp_credentials(conn_id)
+    return bigquery_storage.BigQueryReadClient(credentials=creds)
+
+
 def _queries(src: GcpSource, period: str) -> tuple[str, str, list[Any]]:
     from google.cloud import bigquery
 
@@ -134,7 +154,8 @@ def plan_batches(src: GcpSource, billing_period: str, *, record: bool = True) ->
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
     out = subdir("raw") / "gcp" / src.name / billing_period / f"{digest}.parquet"
     progress = Progress(f"{src.name} {billing_period}: BigQuery extract", total=n)
-    rows = _stream_to_parquet(client, select, params, src.location, out, progress)
+    rows = _stream_to_parquet(client, select, params, src.location, out, progress,
+                              bqstorage=bqstorage_client(src.conn_id))
     log.info(
         "%s %s: extracted %d rows (probe %d, max export %s) -> %s", src.name, billing_period, rows, n, mx, out
     )
@@ -151,9 +172,11 @@ def plan_batches(src: GcpSource, billing_period: str, *, record: bool = True) ->
 
 
 def _stream_to_parquet(
-    client: Any, sql: str, params: list[Any], location: str, out: Path, progress: Progress | None = None
+    client: Any, sql: str, params: list[Any], location: str, out: Path, progress: Progress | None = None,
+    bqstorage: Any | None = None,
 ) -> int:
-    """Page through the query result into one parquet file (one row group per page)."""
+    """Stream the query result into one parquet file (one row group per record batch): through
+    the Storage Read API when `bqstorage` is given, else REST pages."""
     import pyarrow.parquet as pq
     from google.cloud import bigquery
 
@@ -164,7 +187,7 @@ def _stream_to_parquet(
     writer = None
     rows = 0
     try:
-        for batch in result.to_arrow_iterable(bqstorage_client=None):
+        for batch in result.to_arrow_iterable(bqstorage_client=bqstorage):
             if writer is None:
                 writer = pq.ParquetWriter(tmp, batch.schema, compression="zstd")
             writer.write_batch(batch)
@@ -175,6 +198,6 @@ def _stream_to_parquet(
         if writer is not None:
             writer.close()
     if writer is None:  # no pages at all: write an empty file with the result's schema
-        pq.write_table(result.to_arrow(create_bqstorage_client=False), tmp)
+        pq.write_table(result.to_arrow(bqstorage_client=bqstorage, create_bqstorage_client=False), tmp)
     tmp.replace(out)
     return rows
