@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.alerts.events import AlertEvent, emit
+from finops.exceptions import ConfigError
 from finops.gpubench import audit, bootstrap, store
 from finops.gpubench.launchers.base import (
     ENDING,
@@ -50,7 +51,7 @@ def plan(settings: BenchSettings, only: list[str] | None = None, max_instances: 
         known = {t.key for t in targets}
         unknown = sorted(set(only) - known)
         if unknown:
-            raise ValueError(f"unknown benchmark targets {unknown}; configured: {sorted(known)}")
+            raise ConfigError(f"unknown benchmark targets {unknown}; configured: {sorted(known)}")
         targets = [t for t in targets if t.key in only]
     cap = settings.max_instances if max_instances is None else min(max_instances, settings.max_instances)
     chosen, dropped = targets[:cap], [t.key for t in targets[cap:]]

@@ -25,11 +25,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from finops.exceptions import ConfigError
+
 Provider = Literal["aws", "gcp", "azure", "lambda"]
 _SAFE = re.compile(r"^[A-Za-z0-9/][A-Za-z0-9._:/-]{0,510}$")
 
 
-class BenchSettingsError(ValueError):
+class BenchSettingsError(ConfigError):
     """A bad `benchmarks:` section, phrased as `benchmarks.path: reason`."""
 
 
