@@ -1,4 +1,8 @@
-"""`python -m finops.gpubench --json out.json [--quick] [--device auto|cpu|cuda]`.
+"""`python -m finops.gpubench --json out.json [--quick] [--device auto|cpu|cuda] [--serving ...]`.
+
+`--serving` adds the serving section (`--sections serving` runs it alone); `--p99-ms`,
+`--batches`, `--serving-dtypes`, `--serving-models`, `--tokens-in`, `--tokens-out` override
+the profile's serving shapes.
 
 Standalone: imports torch and this package's standalone modules only, never Airflow, so it
 runs as-is on a fresh GPU instance. Exit 0 when the document was written (sections that
@@ -11,8 +15,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
-from finops.gpubench.suite import SECTIONS, run_suite, summary
+from finops.gpubench.suite import DEFAULT_SECTIONS, SECTIONS, run_suite, summary
 
 
 def _context(pairs: list[str]) -> dict[str, str]:
@@ -30,12 +35,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", required=True, type=Path, help="where to write the result document")
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    ap.add_argument("--sections", default=",".join(SECTIONS), help="comma list of " + ", ".join(SECTIONS))
+    ap.add_argument("--sections", default=",".join(DEFAULT_SECTIONS), help="comma list of " + ", ".join(SECTIONS))
     ap.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
                     help="stamped into the document (provider, region, instance_type, run_id, ...)")
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--budget-scale", type=float, default=1.0, help="multiply every section's time budget")
+    sv = ap.add_argument_group("serving")
+    sv.add_argument("--serving", action="store_true", help="add the serving section to the sections run")
+    sv.add_argument("--p99-ms", action="append", default=[], metavar="[MODEL=]MS",
+                    help="P99 target of one request batch (default resnet50=100, decoder=2000)")
+    sv.add_argument("--batches", help="comma list of batch sizes for both models")
+    sv.add_argument("--serving-dtypes", help="comma list of fp32, fp16, bf16, int8, fp8")
+    sv.add_argument("--serving-models", help="comma list of resnet50, decoder")
+    sv.add_argument("--tokens-in", type=int, help="decoder prompt tokens per request")
+    sv.add_argument("--tokens-out", type=int, help="decoder output tokens per request")
     args = ap.parse_args(argv)
+    if args.serving and "serving" not in args.sections.split(","):
+        args.sections += ",serving"
+    overrides: dict[str, Any] = {}
+    given = (args.p99_ms, args.batches, args.serving_dtypes, args.serving_models, args.tokens_in, args.tokens_out)
+    if any(v not in (None, [], "") for v in given):
+        from finops.gpubench.serving_config import overrides_from
+
+        try:
+            overrides = overrides_from(args)
+        except argparse.ArgumentTypeError as e:
+            ap.error(str(e))
     sections = [s for s in args.sections.split(",") if s]
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
@@ -45,8 +70,8 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     try:
-        doc = run_suite(args.device, args.quick, sections, _context(args.context), args.budget_scale)
-    except (RuntimeError, argparse.ArgumentTypeError) as e:
+        doc = run_suite(args.device, args.quick, sections, _context(args.context), args.budget_scale, overrides)
+    except (RuntimeError, ValueError, argparse.ArgumentTypeError) as e:
         print(f"finops.gpubench: {e}", file=sys.stderr)
         return 2
     args.json.parent.mkdir(parents=True, exist_ok=True)

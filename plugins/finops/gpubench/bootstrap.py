@@ -20,6 +20,10 @@ from finops.paths import include_dir
 
 STANDALONE = ("__init__.py", "__main__.py", "suite.py", "facts.py", "kernels.py", "profiles.py", "schema.py",
               "timing.py", "train.py")
+# shipped only to runs that ask for serving (`--serving`, or `--sections` naming it): with them the
+# script outgrows EC2's user data (about 22 KiB), so they go where the limit is larger (GCP
+# metadata 256 KiB, Azure customData 64 KiB) until the payload travels another way on AWS
+SERVING_MODULES = ("serving.py", "latency.py")
 TEMPLATE = "bootstrap.sh.tmpl"
 # EC2 user data is capped at 16 KiB before base64; keep a margin.
 USER_DATA_LIMIT = 16 * 1024
@@ -36,8 +40,19 @@ def _minify(source: str) -> str:
     return ast.unparse(tree) + "\n"
 
 
-def bench_payload() -> str:
-    """base64 of a tar.gz holding finops/__init__.py (empty) + the standalone bench modules."""
+def wants_serving(bench_args: list[str]) -> bool:
+    """Does this command line run the serving section?"""
+    for a in bench_args:
+        if a == "--serving":
+            return True
+        if a.startswith("--sections=") and "serving" in a.split("=", 1)[1].split(","):
+            return True
+    return False
+
+
+def bench_payload(serving: bool = False) -> str:
+    """base64 of a tar.gz holding finops/__init__.py (empty) + the standalone bench modules
+    (+ the serving ones when asked)."""
     here = Path(__file__).parent
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=9) as tar:
@@ -48,7 +63,7 @@ def bench_payload() -> str:
             tar.addfile(info, io.BytesIO(data))
 
         add("finops/__init__.py", b"")
-        for mod in STANDALONE:
+        for mod in STANDALONE + (SERVING_MODULES if serving else ()):
             add(f"finops/gpubench/{mod}", _minify((here / mod).read_text()).encode())
     return base64.b64encode(buf.getvalue()).decode()
 
@@ -70,7 +85,7 @@ def render(
         .replace("@@TIMEOUT_S@@", str(timeout_s))
         .replace("@@BENCH_ARGS@@", " ".join(shlex.quote(a) for a in args))
         .replace("@@UPLOAD@@", upload)
-        .replace("@@PAYLOAD@@", bench_payload())
+        .replace("@@PAYLOAD@@", bench_payload(wants_serving(args)))
     )
     return script
 

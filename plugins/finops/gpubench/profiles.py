@@ -63,7 +63,7 @@ CUDA_FULL = Profile(
     model=ModelSize(d_model=1024, n_heads=16, n_layers=8, seq_len=1024, batch=16, vocab=32768),
     train_warmup_steps=5,
     train_steps=30,
-    budgets_s={"facts": 15, "matmul": 120, "memory": 20, "transfer": 25, "training": 100},
+    budgets_s={"facts": 15, "matmul": 120, "memory": 20, "transfer": 25, "training": 100, "serving": 240},
 )
 
 CUDA_QUICK = Profile(
@@ -77,7 +77,7 @@ CUDA_QUICK = Profile(
     model=ModelSize(d_model=512, n_heads=8, n_layers=4, seq_len=512, batch=8, vocab=8192),
     train_warmup_steps=2,
     train_steps=8,
-    budgets_s={"facts": 10, "matmul": 20, "memory": 5, "transfer": 5, "training": 20},
+    budgets_s={"facts": 10, "matmul": 20, "memory": 5, "transfer": 5, "training": 20, "serving": 40},
 )
 
 CPU = Profile(
@@ -91,7 +91,7 @@ CPU = Profile(
     model=ModelSize(d_model=64, n_heads=4, n_layers=2, seq_len=32, batch=4, vocab=128),
     train_warmup_steps=2,
     train_steps=6,
-    budgets_s={"facts": 5, "matmul": 4, "memory": 2, "transfer": 1, "training": 8},
+    budgets_s={"facts": 5, "matmul": 4, "memory": 2, "transfer": 1, "training": 8, "serving": 6},
 )
 
 

@@ -3,6 +3,8 @@
 Standalone (stdlib only): the suite stamps SCHEMA_VERSION into what it writes; the collector
 validates with `validate()` (uses `jsonschema`, present wherever Airflow is) before storing.
 Bump SCHEMA_VERSION on any incompatible change and keep reading the old one in store.py.
+The `serving` key (the serving matrix, serving_schema.py) is optional: adding it was compatible,
+documents without it stay valid version-1 documents.
 """
 
 from __future__ import annotations
@@ -86,6 +88,8 @@ RESULT_SCHEMA: dict[str, Any] = {
         },
         "results": {"type": "array", "items": _METRIC},
         "sections": {"type": "object", "additionalProperties": _SECTION},
+        # the serving matrix: checked against serving_schema.SERVING_SCHEMA by validate()
+        "serving": {"type": "object"},
     },
 }
 
@@ -100,6 +104,13 @@ def validate(doc: Any) -> dict[str, Any]:
 
     validator = jsonschema.Draft202012Validator(RESULT_SCHEMA)
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
+    if not errors and isinstance(doc, dict) and "serving" in doc:
+        from finops.gpubench.serving_schema import SERVING_SCHEMA
+
+        errors = sorted(jsonschema.Draft202012Validator(SERVING_SCHEMA).iter_errors(doc["serving"]),
+                        key=lambda e: list(e.absolute_path))
+        for e in errors:
+            e.path.appendleft("serving")
     if errors:
         e = errors[0]
         path = "/".join(str(p) for p in e.absolute_path) or "(root)"

@@ -11,6 +11,7 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import torch
@@ -21,12 +22,25 @@ from finops.gpubench.timing import Deadline
 
 Section = Callable[[torch.device, profiles.Profile, Deadline], tuple[list[dict], dict]]
 
+
+def _serving(device: torch.device, profile: profiles.Profile, deadline: Deadline,
+             overrides: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
+    """Imported on use: the serving modules travel in the bootstrap payload only to runs that ask
+    for serving (EC2 user data holds 16 KiB; see bootstrap.py)."""
+    from finops.gpubench import serving
+
+    return serving.serving(device, profile, deadline, overrides)
+
+
 SECTIONS: dict[str, Section] = {
     "matmul": kernels.matmul_tflops,
     "memory": kernels.memory_bandwidth,
     "transfer": kernels.host_transfer,
     "training": train.training,
+    "serving": _serving,
 }
+# what a run measures unless told otherwise: serving is asked for (`--serving`), see bootstrap.py
+DEFAULT_SECTIONS = ("matmul", "memory", "transfer", "training")
 
 
 def resolve_device(name: str) -> torch.device:
@@ -58,11 +72,17 @@ def run_suite(
     sections: list[str] | None = None,
     context: dict[str, str] | None = None,
     budget_scale: float = 1.0,
+    serving_overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Run the suite and return the result document (schema.RESULT_SCHEMA)."""
+    """Run the suite and return the result document (schema.RESULT_SCHEMA).
+    serving_overrides: ServingSize fields replacing the profile's (batches, dtypes, P99 targets)."""
     dev = resolve_device(device)
     prof = profiles.pick(dev.type, quick)
-    wanted = sections or list(SECTIONS)
+    if serving_overrides:
+        from finops.gpubench.serving_config import size_for
+
+        size_for(prof.name, serving_overrides)  # bad shapes fail before anything runs
+    wanted = sections or list(DEFAULT_SECTIONS)
     started = time.monotonic()
     doc: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
@@ -76,12 +96,15 @@ def run_suite(
         "sections": {},
     }
     for name in wanted:
-        fn = SECTIONS[name]
+        fn = partial(_serving, overrides=serving_overrides) if name == "serving" else SECTIONS[name]
         budget = prof.budgets_s.get(name, 10.0) * budget_scale
         t0 = time.monotonic()
         info: dict[str, Any] = {"status": "ok", "budget_s": budget}
         try:
             metrics, details = fn(dev, prof, Deadline.after(budget))
+            if "serving" in details:  # the matrix has its own optional key (serving_schema.py)
+                doc["serving"] = details.pop("serving")
+                details["points"] = len(doc["serving"]["rows"])
             kept = [m for m in metrics if isinstance(m["value"], int | float) and math.isfinite(m["value"])]
             if len(kept) != len(metrics):
                 details["dropped_non_finite"] = [m["metric"] for m in metrics if m not in kept]
@@ -89,7 +112,8 @@ def run_suite(
                 m["section"] = name
             doc["results"].extend(kept)
             info["details"] = details
-            if not kept:
+            produced = bool(kept) or (name == "serving" and bool(doc["serving"]["rows"]))
+            if not produced:
                 info["status"] = "skipped"
         except Exception as e:  # noqa: BLE001 - one broken section must not sink the others
             info.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc(limit=5))
@@ -108,6 +132,10 @@ def summary(doc: dict[str, Any]) -> str:
     lines = [f"{doc['device'].get('name')} ({doc['profile']}, {doc['duration_s']:.1f} s)"]
     for m in doc["results"]:
         lines.append(f"  {m['metric']:<26} {m['dtype'] or '':<9} {m['value']:>12.4g} {m['unit']}")
+    if doc.get("serving"):
+        from finops.gpubench.serving import summary_lines
+
+        lines += summary_lines(doc)
     for name, s in doc["sections"].items():
         if s["status"] != "ok":
             lines.append(f"  [{name}] {s['status']}: {s.get('error') or s.get('details', {}).get('skipped')}")
