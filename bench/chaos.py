@@ -47,7 +47,16 @@ PERIOD = "2026-03"
 SOURCE = "chaos"
 PG_DSN = os.environ.get("FINOPS_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
 CENT = Decimal("0.01")
-KINDS = ("kill_load_duckdb", "kill_load_postgres", "kill_policy", "cloud_errors", "disk_full", "torn_wal")
+KINDS = (
+    "kill_load_duckdb",
+    "kill_load_postgres",
+    "kill_policy",
+    "cloud_errors",
+    "kill_bench",
+    "kill_reaper",
+    "disk_full",
+    "torn_wal",
+)
 
 
 @dataclass
@@ -105,7 +114,7 @@ def open_wh(backend: str, home: Path, schema: str | None = None):  # type: ignor
 def load(backend: str, home: Path, d: Delivery, schema: str | None = None, hold: bool = False) -> str:
     """One load through the spine. `hold`: report DONE and never close (a process killed after
     its commit, before DuckDB's checkpoint-on-close folds the WAL into the file)."""
-    from finops.focus.aws_cur import Cur2Converter
+    from finops.focus.aws_cur_mapping import Cur2Converter
     from finops.ingest import RawBatch, load_batch
 
     wh = open_wh(backend, home, schema)
@@ -180,7 +189,7 @@ def kill_at(p: subprocess.Popen, delay: float) -> str:
 
 def _worker(kind: str, args: dict[str, Any]) -> None:
     if kind == "load":
-        from finops.focus.aws_cur import Cur2Converter  # noqa: F401 - imported before READY
+        from finops.focus.aws_cur_mapping import Cur2Converter  # noqa: F401 - imported before READY
         from finops.ingest import load_batch  # noqa: F401
 
         print("READY", flush=True)
@@ -190,6 +199,30 @@ def _worker(kind: str, args: dict[str, Any]) -> None:
             load(args["backend"], Path(args["home"]), d, args.get("schema"), bool(args.get("hold"))),
             flush=True,
         )
+    elif kind == "bench":
+        from finops.gpubench import lifecycle
+
+        settings, launcher, wh, presign = _bench_parts(args)
+        print("READY", flush=True)
+        try:
+            for k, prepared in enumerate(args["prepared"]):
+                lifecycle.launch(prepared, settings, launcher, dry_run=False, wh=wh, presign=presign)
+                print(f"LAUNCHED {k}", flush=True)
+                lifecycle.terminate(prepared, launcher, dry_run=False, wh=wh, poll_s=0.01, sleep=time.sleep)
+                print(f"TORNDOWN {k}", flush=True)
+        finally:
+            wh.close()
+        print("DONE", flush=True)
+    elif kind == "reaper":
+        from finops.gpubench import lifecycle
+
+        _, launcher, wh, _ = _bench_parts(args)
+        print("READY", flush=True)
+        try:
+            lifecycle.reap([launcher], dry_run=False, wh=wh, run_id=args["run_id"], cap=args["cap"])
+        finally:
+            wh.close()
+        print("DONE", flush=True)
     elif kind == "policy":
         from finops.policies.engine import run_policy
 
@@ -547,6 +580,287 @@ def cloud_errors_round(tally: Tally, work: Path, endpoint: str, n: int, rng: ran
     return faults
 
 
+# ---------------------------------------------------------------- benchmark kinds ------------
+BENCH_TARGET = {
+    "provider": "aws",
+    "region": "us-east-1",
+    "instance_type": "p5.48xlarge",
+    "pricing_model": "ondemand",
+    "image_id": "ami-0abcdef1234567890",
+    "gpu_count": 8,
+}
+
+
+def _bench_parts(args: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """Settings, the real AWS launcher on moto, the warehouse and the upload-URL signer."""
+    import boto3
+
+    from finops.gpubench.launchers.aws import AwsLauncher
+    from finops.gpubench.operators import make_presign
+    from finops.gpubench.settings import parse_settings
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    os.environ["AIRFLOW_CONN_AWS_CHAOS"] = json.dumps(
+        {
+            "conn_type": "aws",
+            "login": "testing",
+            "password": "testing",
+            "extra": {"endpoint_url": args["endpoint"], "region_name": "us-east-1"},
+        }
+    )
+    settings = parse_settings(
+        {
+            "results_conn_id": "aws_chaos",
+            "results_bucket": "bench-results",
+            "ttl_minutes": 30,
+            "max_instances": 8,
+            "max_running": 64,
+            "targets": [BENCH_TARGET],
+        }
+    )
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=args["endpoint"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    wh = DuckDBWarehouse(Path(args["home"]) / "warehouse.duckdb")
+    wh.migrate()
+    return settings, AwsLauncher(ec2, settings.targets[0], max_running=64), wh, make_presign("aws_chaos")
+
+
+def _bench_prepared(n: int, tag: str, now: Any) -> list[dict[str, Any]]:
+    """`n` benchmark runs (one target each), as the DAG's prepare task hands them on."""
+    from finops.gpubench import lifecycle
+    from finops.gpubench.settings import parse_settings
+
+    settings = parse_settings({"ttl_minutes": 30, "targets": [BENCH_TARGET]})
+    targets, _ = lifecycle.plan(settings)
+    return [lifecycle.prepare(settings, targets[0], f"scheduled__{tag}-{k}", now=now) for k in range(n)]
+
+
+def _moto_reset(endpoint: str) -> None:
+    import requests
+
+    requests.post(f"{endpoint}/moto-api/reset", timeout=60)
+
+
+def _drain(p: subprocess.Popen) -> tuple[list[str], threading.Thread]:
+    """After READY: collect the worker's stage lines (LAUNCHED k / TORNDOWN k) as they come;
+    the thread ends when the process has (its pipe closes)."""
+    lines: list[str] = []
+
+    def read() -> None:
+        for line in p.stdout or []:
+            lines.append(line.strip())
+
+    t = threading.Thread(target=read, daemon=True)
+    t.start()
+    return lines, t
+
+
+def _wait_for(p: subprocess.Popen, until: str = "READY") -> None:
+    while p.stdout:
+        line = p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker ended before {until} (rc {p.poll()})")
+        if line.strip().startswith(until):
+            return
+
+
+def check_bench(endpoint: str, home: Path, bench_runs: list[str]) -> tuple[list[str], Counter]:
+    """Nothing left running; every instance ended by exactly one terminate / reap row that says
+    done or unknown; every bench run launched exactly once (one instance, one launch row that
+    says done); no row pending, none untruthful. Also returns the rows a retry settled."""
+    import boto3
+
+    from finops.gpubench import audit as bench_audit
+    from finops.policies import audit
+    from finops.warehouse.duckdb_wh import DuckDBWarehouse
+
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    instances = {
+        i["InstanceId"]: (i["State"]["Name"], {t["Key"]: t["Value"] for t in i.get("Tags", [])})
+        for r in ec2.describe_instances()["Reservations"]
+        for i in r["Instances"]
+    }
+    wh = DuckDBWarehouse(home / "warehouse.duckdb")
+    try:
+        rows = wh.query(
+            "SELECT resource_id, action, status, result, dry_run, evidence FROM policy_actions WHERE policy = ?",
+            [bench_audit.POLICY],
+        )
+    finally:
+        wh.close()
+    problems = []
+    ended: Counter = Counter()
+    launched: Counter = Counter()
+    settled: Counter = Counter()  # rows a killed try left pending, settled by the next one
+    for rid, action, status, result, dry, evidence in rows:
+        outcome = audit.outcome_of(status, result, dry)
+        if outcome == "untruthful" or status == audit.PENDING:
+            problems.append(f"{rid} {action}: row left {status} / {outcome}: {result[:120]}")
+        if action in ("terminate", "reap") and outcome in ("done", "unknown"):
+            ended[rid] += 1
+        if action == "launch" and outcome in ("done", "unknown"):
+            launched[rid] += 1
+        if "reconciled" in (evidence or ""):
+            settled[f"{action} {status}"] += 1
+    per_run: Counter = Counter()
+    for iid, (state, tags) in instances.items():
+        if tags.get("finops:benchmark") != "true":
+            continue
+        per_run[tags.get("finops:bench-run-id", "")] += 1
+        if state not in ("shutting-down", "terminated"):
+            problems.append(f"{iid}: left {state}")
+        if ended[iid] != 1:
+            problems.append(f"{iid}: its end recorded {ended[iid]} times as done / unknown")
+    for bid in bench_runs:
+        if per_run[bid] != 1 or launched[bid] != 1:
+            problems.append(f"bench run {bid}: {per_run[bid]} instance(s), {launched[bid]} launch row(s) done")
+    return problems, settled
+
+
+def _settled_note(settled: Counter) -> str:
+    return "; settled " + ", ".join(f"{k} {v}" for k, v in sorted(settled.items())) if settled else ""
+
+
+def bench_kill_round(tally: Tally, work: Path, endpoint: str, n: int, rng: random.Random, duration: float) -> None:
+    """Benchmark runs (launch, then teardown) in a real process, SIGKILLed at a random moment;
+    then what Airflow does: the killed task retried (launch, or teardown), the runs not reached
+    done as usual, and the hourly reaper past every expiry, which must find nothing."""
+    from datetime import UTC, datetime, timedelta
+
+    from finops.gpubench import lifecycle
+
+    i = tally.injected["kill_bench"]
+    home = work / f"bench-{i}"
+    home.mkdir(parents=True)
+    _moto_reset(endpoint)
+    now = datetime.now(UTC)
+    prepared = _bench_prepared(n, f"chaos-{i}", now)
+    args = {"endpoint": endpoint, "home": str(home), "prepared": prepared}
+    problems: list[str] = []
+    landed = "error"
+    try:
+        p = spawn("bench", args, {**os.environ, "FINOPS_HOME": str(home)})
+        _wait_for(p)
+        lines, reader = _drain(p)
+        landed = kill_at(p, rng.uniform(0, duration * 1.1))
+        reader.join(10)  # everything the process wrote before it died
+        left = [k for k in range(n) if f"TORNDOWN {k}" not in lines]
+        stage = ("teardown" if f"LAUNCHED {left[0]}" in lines else "launch") if left else ""
+        settings, launcher, wh, presign = _bench_parts(args)
+        try:
+            for k in left:  # the killed task's retry, then the runs it never reached
+                if f"LAUNCHED {k}" not in lines:
+                    lifecycle.launch(prepared[k], settings, launcher, dry_run=False, wh=wh, presign=presign)
+                lifecycle.terminate(prepared[k], launcher, dry_run=False, wh=wh, poll_s=0.01, sleep=time.sleep)
+            rep = lifecycle.reap(
+                [launcher], dry_run=False, wh=wh, run_id=f"reaper-{i}", now=now + timedelta(hours=2), cap=50
+            )
+            if rep["terminated"]:
+                problems.append(f"the teardown left {rep['terminated']} for the reaper")
+        finally:
+            wh.close()
+        landed += f" during the {stage}" if landed == "killed" and stage else ""
+        found, settled = check_bench(endpoint, home, [x["bench_run_id"] for x in prepared])
+        problems += found
+        landed += _settled_note(settled)
+    except Exception as e:  # noqa: BLE001
+        problems.append(f"{type(e).__name__}: {e}"[:300])
+    tally.record("kill_bench", problems, landed)
+
+
+def reaper_kill_round(
+    tally: Tally, work: Path, endpoint: str, n: int, rng: random.Random, duration: float
+) -> None:
+    """`n` expired benchmark instances; the reaper (live, cap `n`) in a real process, SIGKILLed at
+    a random moment; then its retries (same run id). All must end, each on record once, within
+    the one cap."""
+    from datetime import UTC, datetime, timedelta
+
+    from finops.gpubench import lifecycle
+
+    i = tally.injected["kill_reaper"]
+    home = work / f"reaper-{i}"
+    home.mkdir(parents=True)
+    _moto_reset(endpoint)
+    args = {"endpoint": endpoint, "home": str(home), "run_id": f"scheduled__reaper-{i}", "cap": n}
+    problems: list[str] = []
+    landed = "error"
+    try:
+        prepared = _bench_prepared(n, f"expired-{i}", datetime.now(UTC) - timedelta(hours=2))
+        settings, launcher, wh, presign = _bench_parts(args)
+        try:  # launched two hours ago, their audit rows elsewhere: only the reaper is under test here
+            for prep in prepared:
+                lifecycle.launch(prep, settings, launcher, dry_run=False, wh=None, presign=presign)
+        finally:
+            wh.close()
+        p = spawn("reaper", args, {**os.environ, "FINOPS_HOME": str(home)})
+        _wait_for(p)
+        _drain(p)  # never let a full pipe block it
+        landed = kill_at(p, rng.uniform(0, duration * 1.1))
+        settings, launcher, wh, presign = _bench_parts(args)
+        try:
+            for attempt in range(3):  # Airflow's retries of the same run
+                try:
+                    rep = lifecycle.reap([launcher], dry_run=False, wh=wh, run_id=args["run_id"], cap=n)
+                    if rep["capped"]:
+                        problems.append(f"capped after the kill: {rep['capped']} (the cap counted a call twice)")
+                    break
+                except Exception as e:  # noqa: BLE001
+                    if attempt == 2:
+                        problems.append(f"retries failed: {type(e).__name__}: {e}"[:300])
+        finally:
+            wh.close()
+        found, settled = check_bench(endpoint, home, [])
+        problems += found
+        landed += _settled_note(settled)
+    except Exception as e:  # noqa: BLE001
+        problems.append(f"{type(e).__name__}: {e}"[:300])
+    tally.record("kill_reaper", problems, landed)
+
+
+def _timed(kind: str, args: dict[str, Any], home: Path) -> float:
+    """Seconds a worker takes from READY to its end: the window its kills are drawn from."""
+    p = spawn(kind, args, {**os.environ, "FINOPS_HOME": str(home)})
+    _wait_for(p)
+    t0 = time.monotonic()
+    _wait_for(p, "DONE")  # not its exit: tearing down the interpreter is no part of the work
+    took = time.monotonic() - t0
+    _drain(p)
+    p.wait()
+    return took
+
+
+def calibrate_bench(work: Path, endpoint: str, n: int) -> tuple[float, float]:
+    """Seconds one worker process takes for `n` launches + teardowns, and for reaping `n`."""
+    from datetime import UTC, datetime, timedelta
+
+    from finops.gpubench import lifecycle
+
+    home = work / "bench-calibrate"
+    home.mkdir()
+    _moto_reset(endpoint)
+    args: dict[str, Any] = {"endpoint": endpoint, "home": str(home), "run_id": "calibrate", "cap": n}
+    bench = _timed("bench", {**args, "prepared": _bench_prepared(n, "calibrate", datetime.now(UTC))}, home)
+    settings, launcher, wh, presign = _bench_parts(args)
+    try:
+        for prep in _bench_prepared(n, "calibrate-old", datetime.now(UTC) - timedelta(hours=2)):
+            lifecycle.launch(prep, settings, launcher, dry_run=False, wh=None, presign=presign)
+    finally:
+        wh.close()
+    return bench, _timed("reaper", args, home)
+
+
 # ---------------------------------------------------------------- driver ---------------------
 def load_proxy() -> None:
     """bench/ is not a package: import its chaos_proxy.py by path, once."""
@@ -575,12 +889,14 @@ def run(rounds: int, rows: int, seed: int, fleet: int, only: list[str], work: Pa
     rng = random.Random(seed)
     tally = Tally()
     os.environ.setdefault("FINOPS_HOME", str(work / "home"))
-    old, new = make_deliveries(work / "exports", rows, seed)
-    t0 = time.monotonic()
-    (work / "calibrate").mkdir()
-    load("duckdb", work / "calibrate", old)  # how long one load takes: kills land inside it
-    duration = time.monotonic() - t0
-    for _ in range(rounds):
+    billing = {"kill_load_duckdb", "kill_load_postgres", "disk_full", "torn_wal", "pg_disk_full"} & set(only)
+    if billing:
+        old, new = make_deliveries(work / "exports", rows, seed)
+        t0 = time.monotonic()
+        (work / "calibrate").mkdir()
+        load("duckdb", work / "calibrate", old)  # how long one load takes: kills land inside it
+        duration = time.monotonic() - t0
+    for _ in range(rounds if billing else 0):
         for kind in only:
             if kind == "kill_load_duckdb":
                 billing_round(tally, kind, "duckdb", work, old, new, rng, duration)
@@ -590,23 +906,31 @@ def run(rounds: int, rows: int, seed: int, fleet: int, only: list[str], work: Pa
                 tally.notes["disk_full: not run (tmpfs mount refused: needs root)"] += 1
             elif kind == "torn_wal":
                 torn_wal_round(tally, work, old, new, rng, duration=duration)
-    if {"kill_policy", "cloud_errors"} & set(only):
+    if {"kill_policy", "cloud_errors", "kill_bench", "kill_reaper"} & set(only):
         server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         server.start()
         host, port = server.get_host_and_port()
         endpoint = f"http://{host}:{port}"
         try:
-            home = work / "policy-calibrate"
-            home.mkdir()
-            _seed_fleet(endpoint, fleet)
-            t0 = time.monotonic()
-            retry_policy({"endpoint": endpoint, "home": str(home), "run_id": "calibrate"}, [])
-            pduration = time.monotonic() - t0
+            pduration = 0.0
+            if {"kill_policy", "cloud_errors"} & set(only):
+                home = work / "policy-calibrate"
+                home.mkdir()
+                _seed_fleet(endpoint, fleet)
+                t0 = time.monotonic()
+                retry_policy({"endpoint": endpoint, "home": str(home), "run_id": "calibrate"}, [])
+                pduration = time.monotonic() - t0
+            if {"kill_bench", "kill_reaper"} & set(only):
+                bduration, rduration = calibrate_bench(work, endpoint, fleet)
             for _ in range(rounds):
                 if "kill_policy" in only:
                     policy_kill_round(tally, work, endpoint, fleet, rng, pduration)
                 if "cloud_errors" in only:
                     cloud_errors_round(tally, work, endpoint, fleet, rng)
+                if "kill_bench" in only:
+                    bench_kill_round(tally, work, endpoint, fleet, rng, bduration)
+                if "kill_reaper" in only:
+                    reaper_kill_round(tally, work, endpoint, fleet, rng, rduration)
         finally:
             server.stop()
     return tally

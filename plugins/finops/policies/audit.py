@@ -80,7 +80,7 @@ def outcome_of(status: str, result: str, dry_run: bool) -> str:
         return "refused"
     if result.startswith(("skipped", "prevented")):
         return "skipped"
-    if result.startswith("dry_run:"):
+    if result.startswith("dry_run:") or result == "dry_run":  # the benchmark audit's bare word
         return "would" if dry_run else "untruthful"
     return "untruthful" if dry_run else "done"
 
