@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         "--every-minutes", type=float, default=float(os.environ.get("FINOPS_CHECKPOINT_EVERY_MINUTES") or 0)
     )
     p.add_argument("--step-sleep", type=float, default=0.0, help="seconds per step, to stretch a test run")
+    p.add_argument("--width", type=int, default=32, help="hidden units: a bigger model for bench/resume.py")
     p.add_argument("--out", default=None, help="write the final weights here (torch.save)")
     a = p.parse_args(argv)
     faults = _faults()
@@ -76,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     x = torch.randn(n, dim, generator=gen)
     y = x @ torch.randn(dim, 1, generator=gen) + 0.1 * torch.randn(n, 1, generator=gen)
     model = torch.nn.Sequential(
-        torch.nn.Linear(dim, 32), torch.nn.ReLU(), torch.nn.Dropout(0.2), torch.nn.Linear(32, 1)
+        torch.nn.Linear(dim, a.width), torch.nn.ReLU(), torch.nn.Dropout(0.2), torch.nn.Linear(a.width, 1)
     )
     opt = torch.optim.Adam(model.parameters(), lr=1e-2)
     scaler = torch.amp.GradScaler("cpu", growth_interval=3)
@@ -99,9 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     notice = check_for(os.environ.get("FINOPS_PROVIDER", "local"))
     if notice is not None:  # on a cloud instance: the metadata service's notice saves early too
         watch(ckpt.request_stop, notice)
+    t0 = time.perf_counter()
     resumed = ckpt.restore()
+    restore_s = time.perf_counter() - t0
     step = resumed.step if resumed else 0
-    print(f"start step={step} resumed={resumed is not None}", flush=True)
+    print(f"start step={step} resumed={resumed is not None} restore_s={restore_s:.6f}", flush=True)
+    loop_start, save_s = time.perf_counter(), 0.0
     per_epoch = n // batch
     while step < a.steps:
         epoch, b = divmod(step, per_epoch)
@@ -122,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
         if faults.get("step") == step:
             print(f"fault: killed after step {step}", flush=True)
             _die()
-        if ckpt.step_done(step, data={"epoch": epoch, "batch": b + 1}):
+        t0 = time.perf_counter()
+        stop = ckpt.step_done(step, data={"epoch": epoch, "batch": b + 1})
+        save_s += time.perf_counter() - t0
+        if stop:
             print(f"stopped at step {step}: {ckpt.stop_reason}", flush=True)
             return 143  # 128 + SIGTERM: the attempt ended early, the work is saved
     if a.out:
@@ -130,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         buf = io.BytesIO()
         torch.save(model.state_dict(), buf)
         store.put(os.path.basename(a.out), buf.getvalue())
-    print(f"done step={step}", flush=True)
+    # the loop's wall time and the part of it spent saving checkpoints (bench/resume.py reads these)
+    print(f"done step={step} loop_s={time.perf_counter() - loop_start:.6f} save_s={save_s:.6f}", flush=True)
     return 0
 
 

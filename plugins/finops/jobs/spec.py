@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from finops.config import _fmt_loc  # the same key-path format as finops.yaml errors
+from finops.exceptions import ConfigError
 
 Precision = Literal["fp32", "amp_bf16", "amp_fp16"]
 Priority = Literal["critical", "normal", "opportunistic"]
@@ -40,7 +41,7 @@ _KEY_PART = re.compile(r"^[A-Za-z0-9._=-]{1,128}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
-class JobSpecError(ValueError):
+class JobSpecError(ConfigError):
     """A job spec problem, phrased as `path.to.key: reason`."""
 
 
@@ -83,10 +84,17 @@ class RunSpec(_Model):
     image: str | None = Field(default=None, description="container image, when the launcher runs one")
     bootstrap: list[list[str]] = Field(default=[], description="argv lists run once before the job")
 
-    @field_validator("command", "args")
+    @field_validator("command")
     @classmethod
     def _argv(cls, v: list[str] | None) -> list[str] | None:
         return v if v is None else _check_argv(v, "must name a program as its first item")
+
+    @field_validator("args")
+    @classmethod
+    def _args(cls, v: list[str]) -> list[str]:
+        for a in v:  # may be empty (a dumped spec has args: []), never a control character
+            _no_control(a, "arguments")
+        return v
 
     @field_validator("bootstrap")
     @classmethod
