@@ -55,6 +55,7 @@ KINDS = (
     "kill_bench",
     "kill_reaper",
     "disk_full",
+    "pg_disk_full",
     "torn_wal",
 )
 
@@ -335,6 +336,85 @@ def disk_full_round(tally: Tally, work: Path, old: Delivery, new: Delivery, base
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
     tally.record("disk_full", problems)
     return True
+
+
+def pg_disk_full_round(
+    tally: Tally, work: Path, old: Delivery, new: Delivery, rng: random.Random
+) -> bool:
+    """PostgreSQL's own disk full: the throw-away schema's focus_costs (and its indexes) moved to
+    a tablespace on a tmpfs (mount: needs root; the server must run on this host as `postgres`),
+    which holds the loaded month; ballast leaves a random 5-90 % of what the restated month
+    needs, so the COPY fails with SQLSTATE 53100 (disk_full) at a random point of it. Then the
+    ballast goes and the load runs again. False when the tablespace could not be set up."""
+    import psycopg
+
+    i = tally.injected["pg_disk_full"]
+    schema, space = f"chaos_pgfull_{os.getpid()}_{i}", f"chaos_pgfull_{os.getpid()}_{i}"
+    mnt = Path(tempfile.mkdtemp(prefix="finops-pgfull-"))  # not under `work`: the server must reach it
+    mnt.chmod(0o755)
+    if subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=200m,mode=0755", "tmpfs", str(mnt)], capture_output=True
+    ).returncode:
+        mnt.rmdir()
+        return False
+    problems: list[str] = []
+    landed = ""
+    try:
+        (mnt / "pg").mkdir()
+        if subprocess.run(["chown", "postgres:postgres", str(mnt / "pg")], capture_output=True).returncode:
+            return False
+        with psycopg.connect(PG_DSN, autocommit=True) as c:
+            try:
+                c.execute(f"CREATE TABLESPACE \"{space}\" LOCATION '{mnt / 'pg'}'")
+            except psycopg.Error:
+                return False  # not a superuser, or the server runs elsewhere
+        home = work / f"pgfull-{i}"
+        home.mkdir(parents=True)
+        open_wh("postgres", home, schema).close()  # the schema's tables, then focus_costs moved
+        with psycopg.connect(PG_DSN, autocommit=True) as c:
+            c.execute(f'ALTER TABLE "{schema}".focus_costs SET TABLESPACE "{space}"')
+            for (idx,) in c.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'focus_costs'", [schema]
+            ).fetchall():
+                c.execute(f'ALTER INDEX "{schema}"."{idx}" SET TABLESPACE "{space}"')
+        load("postgres", home, old, schema)
+        used = shutil.disk_usage(mnt).used
+        ballast = mnt / "ballast"
+        share = rng.uniform(0.05, 0.9)
+        with open(ballast, "wb") as f:
+            f.write(b"\0" * max(0, shutil.disk_usage(mnt).free - int(used * share)))
+        landed = f"{share:.0%} of the month's space left"
+        try:
+            load("postgres", home, new, schema)
+            problems.append("the load succeeded on a full disk (fault not injected)")
+        except Exception as e:  # noqa: BLE001 - the fault itself
+            state = getattr(e.__cause__, "sqlstate", None)
+            if state != "53100":  # disk_full
+                problems.append(f"failed, but not for the disk ({state}): {type(e).__name__}: {e}"[:300])
+            landed += f", {state} at COPY row {_copy_row(str(e))}"
+        problems += check_partition(partition("postgres", home, schema), [old], "after disk_full")
+        ballast.unlink()
+        load("postgres", home, new, schema)  # space freed: the retry
+        problems += check_partition(partition("postgres", home, schema), [new], "after the retry")
+    except Exception as e:  # noqa: BLE001
+        problems.append(f"{type(e).__name__}: {e}"[:300])
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as c:
+            c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+            c.execute("CHECKPOINT")
+            c.execute(f'DROP TABLESPACE IF EXISTS "{space}"')
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        mnt.rmdir()
+    tally.record("pg_disk_full", problems, landed)
+    return True
+
+
+def _copy_row(msg: str) -> str:
+    """The row PostgreSQL's COPY context line names ("COPY focus_costs, line 1234")."""
+    import re
+
+    m = re.search(r"COPY \w+, line (\d+)", msg)
+    return m.group(1) if m else "?"
 
 
 def torn_wal_round(
@@ -904,6 +984,8 @@ def run(rounds: int, rows: int, seed: int, fleet: int, only: list[str], work: Pa
                 billing_round(tally, kind, "postgres", work, old, new, rng, duration * 2)
             elif kind == "disk_full" and not disk_full_round(tally, work, old, new):
                 tally.notes["disk_full: not run (tmpfs mount refused: needs root)"] += 1
+            elif kind == "pg_disk_full" and not pg_disk_full_round(tally, work, old, new, rng):
+                tally.notes["pg_disk_full: not run (needs root and the server on this host)"] += 1
             elif kind == "torn_wal":
                 torn_wal_round(tally, work, old, new, rng, duration=duration)
     if {"kill_policy", "cloud_errors", "kill_bench", "kill_reaper"} & set(only):
