@@ -17,14 +17,12 @@ adding the hierarchy changed no `except` clause's behaviour."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 
 class FinopsError(Exception):
     """Base of every error this package raises on purpose (not of bugs: those stay TypeError,
     KeyError...). `retryable` False: the same call fails the same way, so a task fails at once."""
 
-    retryable: ClassVar[bool] = True
+    retryable: bool = True
 
 
 class ConfigError(FinopsError, ValueError):

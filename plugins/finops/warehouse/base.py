@@ -16,17 +16,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from finops import exceptions
+from finops.exceptions import WarehouseError as WarehouseError  # the warehouse modules raise it from here
+
 if TYPE_CHECKING:
     from contextlib import AbstractContextManager
 
     import pyarrow as pa
 
 
-class WarehouseError(RuntimeError):
-    pass
-
-
-class DataRefused(WarehouseError):
+class DataRefused(WarehouseError, exceptions.DataRefused):
     """The warehouse refused the rows themselves (a value it cannot store, such as U+0000 in
     PostgreSQL text / jsonb, or a constraint): rolled back, nothing changed. Retrying the same
     delivery fails the same way, so the billing spine quarantines it instead of retrying."""
