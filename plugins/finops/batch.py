@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from finops.exceptions import DataRefused
+
 
 @dataclass
 class RawBatch:
@@ -72,5 +74,5 @@ class Converter(Protocol):
         ...
 
 
-class ConversionError(ValueError):
+class ConversionError(DataRefused, ValueError):
     """The raw files cannot be converted (corrupt, truncated, missing columns ...)."""

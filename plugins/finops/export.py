@@ -16,6 +16,7 @@ import os
 import secrets
 from pathlib import Path
 
+from finops.exceptions import FinopsError
 from finops.focus.schema import COLUMNS, Kind
 from finops.periods import check_period
 from finops.warehouse.base import Warehouse
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 FORMATS = ("parquet", "csv")
 
 
-class ExportError(ValueError):
+class ExportError(FinopsError, ValueError):
     """A problem the user can fix (the period, --out, nothing to export), phrased for the CLI."""
 
 

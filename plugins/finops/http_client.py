@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 import requests
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from finops.exceptions import CloudActionError
+
 log = logging.getLogger(__name__)
 
 TokenProvider = Callable[[], str | None]
@@ -60,7 +62,7 @@ class RetrySettings:
     timeout_s: float = 30.0
 
 
-class HttpError(RuntimeError):
+class HttpError(CloudActionError, RuntimeError):
     """A call that failed for good. `status` is 0 when no response came; `url` has no query string.
     Callers subclass it to keep their own exception types (RestError, PriceSourceError, ...)."""
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops.batch import ConversionError, ConvertContext, Converter, RawBatch
+from finops.exceptions import FinopsError
 from finops.focus.schema import COLUMNS, Kind
 from finops.paths import path_segment, subdir
 from finops.progress import watch_duckdb
@@ -87,7 +88,7 @@ class LoadNotes:
         return "; ".join(parts)
 
 
-class LoadInterrupted(RuntimeError):
+class LoadInterrupted(FinopsError, RuntimeError):
     """The load was stopped from outside while DuckDB ran a query (the task's execution_timeout):
     not bad input, so it is raised (the task fails and may retry), never quarantined."""
 

@@ -18,6 +18,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from finops.exceptions import FinopsError
+
 if TYPE_CHECKING:
     from finops.alerts.dedup import AlertLedger
     from finops.config import AlertsConfig
@@ -288,7 +290,7 @@ def _send_report(r: TeamReport, conn_id: str, to: list[str]) -> None:
     send_message(conn_id, msg)
 
 
-class ReportDeliveryError(RuntimeError):
+class ReportDeliveryError(FinopsError, RuntimeError):
     """Some report e-mails failed (after every other one was tried)."""
 
 

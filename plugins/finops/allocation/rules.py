@@ -22,11 +22,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from finops.exceptions import ConfigError
+
 UNALLOCATED = "unallocated"
 _TEAM = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
-class AllocationConfigError(ValueError):
+class AllocationConfigError(ConfigError):
     """An allocation rules problem, phrased as `path.to.key: reason`."""
 
 

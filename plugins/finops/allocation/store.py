@@ -29,6 +29,7 @@ from finops.allocation.engine import (
     gpu_view,
 )
 from finops.allocation.rules import AllocationRules
+from finops.exceptions import FinopsError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,7 +50,7 @@ GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
 """
 
 
-class ConservationError(RuntimeError):
+class ConservationError(FinopsError, RuntimeError):
     """Allocated totals differ from focus_costs: refuse to write a showback that loses money."""
 
 

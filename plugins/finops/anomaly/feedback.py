@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
+from finops.exceptions import FinopsError
+
 if TYPE_CHECKING:
     from finops.anomaly.state import Anomaly
     from finops.warehouse.base import Warehouse
@@ -31,7 +33,7 @@ MAX_SNOOZE_DAYS = 366
 NOTE_MAX = 2000
 
 
-class FeedbackError(ValueError):
+class FeedbackError(FinopsError, ValueError):
     """A label that cannot be recorded (unknown anomaly, bad label or date); the message says why."""
 
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from finops.anomaly.detect import Thresholds
+from finops.exceptions import ConfigError
 
 _DEFAULT = Thresholds()
 
@@ -29,7 +30,7 @@ def source_of(monitor: str) -> Source:
     return "showback" if monitor in SHOWBACK_MONITORS else "focus_costs"
 
 
-class AnomalyConfigError(ValueError):
+class AnomalyConfigError(ConfigError):
     pass
 
 

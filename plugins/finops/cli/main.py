@@ -10,11 +10,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from finops.exceptions import FinopsError
+
 if TYPE_CHECKING:
     from finops.warehouse.base import Warehouse
 
 
-class CliError(Exception):
+class CliError(FinopsError):
     """A problem the user can fix, printed as `finops: error: ...` (exit status 2)."""
 
 

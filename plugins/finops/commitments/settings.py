@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from finops.commitments.advice import PAYMENTS, Offer
+from finops.exceptions import ConfigError
 
 Provider = Literal["aws", "gcp", "azure"]
 
@@ -51,7 +52,7 @@ DEFAULT_DISCOUNTS: dict[str, dict[str, dict[str, dict[str, str]]]] = {
 PER_FAMILY = frozenset({("aws", "reserved_instance"), ("gcp", "resource_cud"), ("azure", "reservation")})
 
 
-class CommitmentsConfigError(ValueError):
+class CommitmentsConfigError(ConfigError):
     pass
 
 

@@ -8,12 +8,13 @@ the wrong type. Pure string building: no DuckDB import.
 
 from __future__ import annotations
 
+from finops.exceptions import FinopsError
 from finops.focus.schema import BY_SNAKE, COLUMNS, SERVICE_CATEGORIES, Kind
 from finops.periods import check_period
 from finops.warehouse.sqltypes import sql_type
 
 
-class ProjectionError(ValueError):
+class ProjectionError(FinopsError, ValueError):
     """A converter named a column that is not in the FOCUS schema."""
 
 

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.alerts.events import AlertEvent, emit
-from finops.exceptions import ConfigError
+from finops.exceptions import ConfigError, FinopsError
 from finops.gpubench import audit, bootstrap, store
 from finops.gpubench.launchers.base import (
     ENDING,
@@ -39,7 +39,7 @@ DAG_ID = "finops_gpu_benchmark"
 Presign = Callable[[str, int], str]  # (results uri, expires_in_s) -> https URL the instance PUTs to
 
 
-class CollectError(RuntimeError):
+class CollectError(FinopsError, RuntimeError):
     """The results object is missing, unreadable, an error report, or not a valid document."""
 
 

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from finops.exceptions import FinopsError
+
 RATE_QUANTUM = Decimal("0.000001")
 CENT = Decimal("0.01")
 SECONDS_PER_HOUR = Decimal(3600)
 
 
-class CostInputError(ValueError):
+class CostInputError(FinopsError, ValueError):
     """A price or a throughput that cannot be turned into a cost (missing, zero, negative)."""
 
 

@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from finops.exceptions import CloudActionError
 from finops.jobs.checkpoint import newest_complete_step
 from finops.jobs.planner import Candidate, Decision, JobState, PlanSettings, cost_of, plan
 from finops.jobs.spec import JobSpec
@@ -40,7 +41,7 @@ log = logging.getLogger(__name__)
 PREEMPT_CODES = (-9, -15, 137, 143)
 
 
-class CapacityError(RuntimeError):
+class CapacityError(CloudActionError, RuntimeError):
     """The provider has no capacity for the asked instance type (spot or on-demand)."""
 
 

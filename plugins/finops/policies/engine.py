@@ -47,6 +47,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from finops.alerts.events import AlertEvent, emit
+from finops.exceptions import FinopsError
 from finops.policies import audit
 from finops.policies.decide import (
     Decision,
@@ -67,19 +68,19 @@ _PRE_METRIC = ("out_of_scope", "exempt", "not_running", "too_young")
 _NO_CALL = {"none": "recorded", "report": "recorded", "wait": "waiting"}
 
 
-class CapExceeded(RuntimeError):
+class CapExceeded(FinopsError, RuntimeError):
     """More actions planned than the policy allows: the run aborted before acting."""
 
 
-class NoticeFailed(RuntimeError):
+class NoticeFailed(FinopsError, RuntimeError):
     """An owner notice reached no or not every channel: the audit row must not say `notified`."""
 
 
-class PolicyRunError(RuntimeError):
+class PolicyRunError(FinopsError, RuntimeError):
     """Some metric reads or actions failed (each is audited); raised after all were attempted."""
 
 
-class AuditUnavailable(RuntimeError):
+class AuditUnavailable(FinopsError, RuntimeError):
     """The audit log could not be read or written before the first action: nothing was
     attempted, so the task may retry."""
 

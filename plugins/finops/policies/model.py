@@ -20,13 +20,15 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from finops.exceptions import ConfigError
+
 Provider = Literal["aws", "gcp", "azure", "lambda"]
 ActionKind = Literal["report", "notify", "mark", "stop", "terminate"]
 _DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 
-class PolicyError(ValueError):
+class PolicyError(ConfigError):
     """A policy file problem, phrased as `file: policies[i].key: reason`."""
 
 

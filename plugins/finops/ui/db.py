@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cached_property
 
+from finops.exceptions import FinopsError
 from finops.warehouse.base import Warehouse, WarehouseError
 
 
-class WarehouseBusy(RuntimeError):
+class WarehouseBusy(FinopsError, RuntimeError):
     """The warehouse could not be opened now (DuckDB file locked by a writer, server down)."""
 
 

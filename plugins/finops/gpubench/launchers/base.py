@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
+from finops.exceptions import CloudActionError
+
 TAG_BENCH = "finops:benchmark"
 TAG_RUN = "finops:bench-run-id"
 TAG_DAG = "finops:dag-id"
@@ -28,7 +30,7 @@ ENDING = ("shutting-down", "terminating")
 log = logging.getLogger(__name__)
 
 
-class LaunchError(RuntimeError):
+class LaunchError(CloudActionError, RuntimeError):
     """Launching failed; `cleaned` says whether instances it may have created were terminated,
     `found` lists those the cleanup found and `terminated` those it asked the cloud to end (audited)."""
 
@@ -44,7 +46,7 @@ class CapReached(LaunchError):
     """Too many benchmark instances are alive already: refuse to launch another."""
 
 
-class TerminateError(RuntimeError):
+class TerminateError(CloudActionError, RuntimeError):
     """Instances are still alive after the terminate timeout."""
 
 

@@ -11,12 +11,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from finops.exceptions import CloudActionError
 from finops.policies.decide import Resource
 from finops.policies.inventory.aws import _client
 from finops.policies.model import spellings
 
 
-class DryRunIgnored(RuntimeError):
+class DryRunIgnored(CloudActionError, RuntimeError):
     """The endpoint executed a `DryRun=True` call instead of answering DryRunOperation."""
 
 
