@@ -23,7 +23,7 @@ STANDALONE = ("__init__.py", "__main__.py", "suite.py", "facts.py", "kernels.py"
 # shipped only to runs that ask for serving (`--serving`, or `--sections` naming it): with them the
 # script outgrows EC2's user data (about 22 KiB), so they go where the limit is larger (GCP
 # metadata 256 KiB, Azure customData 64 KiB) until the payload travels another way on AWS
-SERVING_MODULES = ("serving.py", "latency.py")
+SERVING_MODULES = ("serving.py", "serving_config.py", "latency.py")
 TEMPLATE = "bootstrap.sh.tmpl"
 # EC2 user data is capped at 16 KiB before base64; keep a margin.
 USER_DATA_LIMIT = 16 * 1024
