@@ -7,7 +7,14 @@ from decimal import Decimal
 
 import pytest
 
-from finops.gpubench.fleet import CapacityOffer, FleetError, SlaUnattainable, Traffic, capacity_offers, plan_fleet
+from finops.gpubench.fleet import (
+    CapacityOffer,
+    FleetError,
+    SlaUnattainable,
+    Traffic,
+    capacity_offers,
+    plan_fleet,
+)
 from finops.gpubench.serving_cost import (
     CostInputError,
     PriceOffer,

@@ -19,7 +19,13 @@ import torch
 
 from finops.gpubench import serving
 from finops.gpubench.__main__ import main as bench_main
-from finops.gpubench.bootstrap import USER_DATA_LIMIT, bench_payload, presigned_put_upload, render, wants_serving
+from finops.gpubench.bootstrap import (
+    USER_DATA_LIMIT,
+    bench_payload,
+    presigned_put_upload,
+    render,
+    wants_serving,
+)
 from finops.gpubench.schema import SchemaError, validate
 from finops.gpubench.serving_config import SIZES, size_for
 from finops.gpubench.timing import Deadline
