@@ -2,7 +2,9 @@
 scripts/ensure_focus_converters.sh): the same export converted by it and by us, on every input
 its plans read: the published legacy CUR samples of project koku (its `aws-cur` plan), the
 published Azure EA samples of Microsoft's FinOps toolkit (its `azure` plan), and a CUR 2.0
-month of our demo generator (its `aws` plan: no CUR 2.0 sample is published small enough).
+month of our demo generator (its `aws` plan: no CUR 2.0 sample is published small enough), and
+three days of a GCP detailed export from our GCP generator (its `gcp` plan; no raw GCP export
+sample is published).
 Totals per ChargeCategory (BilledCost, EffectiveCost) and the distinct values of key columns
 are compared. Every difference found is listed in KNOWN and explained in
 docs/billing-exports/focus-converters.md; a new one, or one that disappears, fails the test."""
@@ -22,8 +24,9 @@ from typing import Any
 import duckdb
 import pytest
 
-from finops.focus.aws_cur import Cur2Converter, CurLegacyConverter
+from finops.focus.aws_cur_mapping import Cur2Converter, CurLegacyConverter
 from finops.focus.azure_cost import AzureCostConverter
+from finops.focus.gcp_billing import GcpBillingConverter
 from finops.ingest import ConvertContext, RawBatch, convert_to_staging
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,6 +60,12 @@ class Case:
 
 def _published(rel: str) -> Callable[[Path], Path]:
     return lambda _tmp: DATA / rel
+
+
+def _demo_gcp(tmp: Path) -> Path:
+    from finops.demo.gcp_generator import generate
+
+    return generate(period="2026-10", days=3).write_parquet(tmp / "gcp-detailed.parquet")
 
 
 def _demo_cur2(tmp: Path) -> Path:
@@ -100,6 +109,7 @@ CASES = [
         EA_OLD_NAMES,
     ),
     Case("demo-cur2", "aws", "2025-03", Cur2Converter, _demo_cur2),
+    Case("demo-gcp-detailed", "gcp", "2026-10", GcpBillingConverter, _demo_gcp),
 ]
 
 # What each comparison finds; the doc explains every line.
@@ -129,6 +139,12 @@ KNOWN: dict[str, set[str]] = {
         "Usage billed/effective: ours 20959.982728/95489.271071 theirs 20965.106185/24293.052222",
         "charge_category: only ours ['Credit'], only theirs []",
         f"{AWS_NAMES}, only theirs ['AWSDataTransfer', 'AmazonEC2', 'AmazonS3']",
+    },
+    "demo-gcp-detailed": {
+        "Adjustment billed/effective: ours -12.497000/-12.497000 theirs -12.497000/0.003000",
+        "Credit billed/effective: ours -12.919245/-12.919245 theirs none",
+        "Usage billed/effective: ours 3021.404576/3021.404576 theirs 3324.605903/3008.485331",
+        "charge_category: only ours ['Credit'], only theirs []",
     },
 }
 # Inputs focus-converter cannot convert at all: the end of its error.
