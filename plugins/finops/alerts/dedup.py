@@ -18,6 +18,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from finops.exceptions import FinopsError
+
 if TYPE_CHECKING:
     from finops.warehouse.base import Warehouse
 
@@ -26,7 +28,7 @@ log = logging.getLogger(__name__)
 LEASE = timedelta(minutes=10)  # far above one delivery (Slack: 3 waits of <= 30 s after a 429; SMTP timeouts)
 
 
-class AlertInFlight(RuntimeError):
+class AlertInFlight(FinopsError, RuntimeError):
     """Another sender holds the claim and did not finish within the wait: not confirmed as
     delivered, so the caller must treat it as pending (retry later), never as sent."""
 

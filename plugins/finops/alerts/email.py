@@ -22,6 +22,7 @@ from email.policy import SMTP
 from email.utils import formatdate, make_msgid
 
 from finops.alerts.model import AlertEvent
+from finops.exceptions import FinopsError
 
 _CTRL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")  # C0, DEL, C1 (NEL included), line / paragraph sep.
 _BODY_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # what no HTML or text body needs
@@ -32,7 +33,7 @@ _ADDR = re.compile(
 _FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class EmailAddressError(ValueError):
+class EmailAddressError(FinopsError, ValueError):
     pass
 
 
