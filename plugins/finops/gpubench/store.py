@@ -1,5 +1,6 @@
-"""Benchmark results -> warehouse: `gpu_benchmark_runs` (one row per launch, failures too) and
-`gpu_benchmarks` (one row per metric). Re-storing a bench_run_id replaces its rows."""
+"""Benchmark results -> warehouse: `gpu_benchmark_runs` (one row per launch, failures too),
+`gpu_benchmarks` (one row per metric) and `gpu_serving_benchmarks` (serving_store.py). Re-storing
+a bench_run_id replaces its rows."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from finops.gpubench import serving_store
 from finops.gpubench.schema import validate
 from finops.warehouse.base import Warehouse
 
@@ -72,6 +74,8 @@ def store_result(wh: Warehouse, *, bench_run_id: str, dag_run_id: str | None, ta
                 "value": float(m["value"]), "unit": m["unit"], "section": m.get("section"),
                 "details": json.dumps(m.get("details") or {}), "measured_at": measured_at,
             })
+        serving_store.store_serving(wh, bench_run_id=bench_run_id, target=target, doc=doc, measured_at=measured_at,
+                                    gpu_model=gpu_model, gpu_count=gpu_count)
         failed = [f"{k}: {s.get('error')}" for k, s in doc["sections"].items() if s["status"] == "error"]
         record_run(wh, bench_run_id=bench_run_id, dag_run_id=dag_run_id, target=target, status="ok", doc=doc,
                    instance_ids=instance_ids, results_uri=results_uri, errors=failed, launched_at=launched_at)
