@@ -56,6 +56,11 @@ _TEMPLATE = """<html><head><meta charset="utf-8"><title>Showback {{ r.team }} {{
 {% for b in r.budgets %}<tr><td>{{ b.budget }}</td><td>{{ b.period }}</td><td>{{ b.kind }}</td><td>{{ b.currency }}</td>
 <td>{{ b.amount }}</td><td>{{ b.actual }}</td><td><b>{{ b.forecast }}</b></td></tr>
 {% endfor %}</table>{% endif %}
+{% if r.commitments %}<h2>Commitments</h2><table border="1" cellpadding="4" cellspacing="0">
+<tr><th>Currency</th><th>Covered (list price)</th><th>On demand, could be covered</th><th>Coverage</th><th>Unused commitment</th></tr>
+{% for c in r.commitments %}<tr><td>{{ c.currency }}</td><td>{{ c.covered }}</td><td>{{ c.eligible }}</td>
+<td>{% if c.coverage_pct is not none %}{{ c.coverage_pct }} %{% else %}-{% endif %}</td><td>{{ c.unused }}</td></tr>
+{% endfor %}</table>{% endif %}
 <p>Full detail in the attached CSV.</p>
 </body></html>"""
 
@@ -77,6 +82,7 @@ class TeamReport:
     # that moved does not re-send an unchanged month's report
     forecast: list[dict[str, Any]] = field(default_factory=list)
     budgets: list[dict[str, Any]] = field(default_factory=list)
+    commitments: list[dict[str, Any]] = field(default_factory=list)  # finops.commitments.report
 
     def html(self, img_src: str | None) -> str:
         from jinja2 import Environment
@@ -187,6 +193,10 @@ def build_reports(
         )
         r.chart_png = daily_chart_png(r.daily_by_line, f"{team} {period} ({view}) daily cost by line")
     add_outlook(wh, list(by_team.values()), period, view)
+    from finops.commitments.report import team_sections
+
+    for team, rows in team_sections(wh, period, list(by_team)).items():
+        by_team[team].commitments = rows
     return [by_team[t] for t in sorted(by_team)]
 
 

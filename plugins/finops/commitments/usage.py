@@ -25,7 +25,7 @@ from typing import Literal
 from finops.commitments.family import instance_family
 
 Grain = Literal["day", "month"]
-# providers whose FOCUS rows carry CommitmentDiscountStatus 'Unused' (finops.focus.aws_cur,
+# providers whose FOCUS rows carry CommitmentDiscountStatus 'Unused' (finops.focus.aws_cur_mapping,
 # finops.focus.azure_cost amortised); GCP bills unused CUD only inside its fee, per project.
 UNUSED_REPORTED = frozenset({"aws", "azure"})
 ZERO = Decimal(0)
@@ -49,6 +49,7 @@ class CommitmentLine:
     effective_cost: Decimal
     list_cost: Decimal
     quantity: Decimal | None  # CommitmentDiscountQuantity
+    team: str | None = None  # the showback team of these rows (query.commitment_lines with rules)
 
 
 @dataclass
@@ -66,15 +67,26 @@ class Utilisation:
     used_quantity: Decimal = ZERO
     unused_quantity: Decimal = ZERO
     units: set[str] = field(default_factory=set)
+    unused_reported: bool | None = None  # None: by provider (UNUSED_REPORTED); GCP fee rows: True
+
+    @property
+    def reports_unused(self) -> bool:
+        return self.provider in UNUSED_REPORTED if self.unused_reported is None else self.unused_reported
 
     @property
     def total_cost(self) -> Decimal:
         return self.used_cost + self.unused_cost
 
     @property
+    def net_savings(self) -> Decimal:
+        """What the covered usage would have cost on demand minus what the commitment cost
+        (used + unused): negative when it cost more than it saved."""
+        return self.covered_list - self.total_cost
+
+    @property
     def utilisation(self) -> Decimal | None:
         """used / (used + unused) in money; None where the provider reports no unused rows."""
-        if self.provider not in UNUSED_REPORTED or self.total_cost == 0:
+        if not self.reports_unused or self.total_cost == 0:
             return None
         return self.used_cost / self.total_cost
 
@@ -82,7 +94,7 @@ class Utilisation:
     def quantity_utilisation(self) -> Decimal | None:
         """Same in the commitment's own unit (RI hours, SP dollars); None if units differ."""
         total = self.used_quantity + self.unused_quantity
-        if self.provider not in UNUSED_REPORTED or len(self.units) != 1 or total == 0:
+        if not self.reports_unused or len(self.units) != 1 or total == 0:
             return None
         return self.used_quantity / total
 
@@ -96,6 +108,7 @@ class Coverage:
     family: str | None
     currency: str
     period: str
+    team: str | None = None  # only with coverage(by_team=True)
     covered_list: Decimal = ZERO
     covered_effective: Decimal = ZERO
     eligible_list: Decimal = ZERO
@@ -145,8 +158,10 @@ def coverage(
     *,
     by_account: bool = True,
     by_family: bool = True,
+    by_team: bool = False,
 ) -> list[Coverage]:
-    """Covered vs eligible on-demand spend per provider (and account, family) and period.
+    """Covered vs eligible on-demand spend per provider (and account, family, team) and period.
+    by_team needs lines carrying their team (query.commitment_lines(..., rules=...)).
 
     Unused commitment has no instance behind it: its cost lands in the family-less group
     (family None) of the commitment owner's account."""
@@ -163,7 +178,14 @@ def coverage(
         if not eligible and ln.status not in ("Used", "Unused"):
             continue
         fam = instance_family(ln.provider, ln.instance_type) if by_family and ln.status != "Unused" else None
-        key = (ln.provider, ln.account if by_account else None, fam, ln.currency, _period(ln.day, grain))
+        key = (
+            ln.provider,
+            ln.account if by_account else None,
+            fam,
+            ln.currency,
+            _period(ln.day, grain),
+            ln.team if by_team else None,
+        )
         c = out.get(key)
         if c is None:
             c = out[key] = Coverage(*key)
@@ -175,4 +197,6 @@ def coverage(
         else:
             c.eligible_list += ln.list_cost
             c.eligible_effective += ln.effective_cost
-    return sorted(out.values(), key=lambda c: (c.provider, c.account or "", c.family or "", c.period))
+    return sorted(
+        out.values(), key=lambda c: (c.provider, c.account or "", c.team or "", c.family or "", c.period)
+    )

@@ -10,6 +10,7 @@ from fastapi.responses import FileResponse, JSONResponse, RedirectResponse
 
 from finops.ui.api import router
 from finops.ui.auth import LoginRedirect, require_access
+from finops.ui.commitments_api import router as commitments_router
 from finops.ui.feedback_api import WRITE_PATHS
 from finops.ui.feedback_api import router as feedback_router
 from finops.ui.hardening import harden
@@ -73,6 +74,7 @@ def create_app() -> FastAPI:
 
     app.include_router(router)
     app.include_router(plan_router)
+    app.include_router(commitments_router)
     app.include_router(feedback_router)
     harden(app)  # 503s without host details, HEAD as GET without a body
     return app

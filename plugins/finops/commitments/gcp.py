@@ -1,0 +1,123 @@
+"""GCP resource-CUD utilisation from the billing export alone (pure: no warehouse, no cloud).
+
+GCP's export has no unused-commitment rows: the whole CUD fee is billed as `Commitment v1:
+<resource> in <region group> for <N> Year` SKUs, and the usage it covers carries a CUD credit.
+Utilisation is therefore measured in the commitment's own unit: of the committed quantity the
+fee bills (its PricingQuantity, e.g. 72 GPU-hours a day for 3 A100s), how much did credited
+usage consume (their PricingQuantity, same unit, same billing account, region and resource).
+
+used cost = fee x used / committed, unused cost = fee - used cost. A fee matches the usage
+whose description holds every word of the fee's resource ("A100 GPU" -> "Nvidia Tesla A100
+GPU running in Americas"; "Cpu" matches "Core", "Memory" matches "Ram"). Spend-based CUDs
+(credits of category Spend) have no quantity and are left out."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+
+from finops.commitments.usage import Grain, _period
+
+_FEE = re.compile(
+    r"^commitment(?:\s+v\d+)?:\s*(.*?)(?:\s+in\s+.+?)?(?:\s+for\s+\d+\s+years?)?\s*$", re.IGNORECASE
+)
+_SYNONYMS = {"cpu": "core", "vcpu": "core", "memory": "ram"}
+ZERO = Decimal(0)
+
+
+@dataclass(frozen=True)
+class CudFee:
+    billing_account: str
+    currency: str
+    day: date
+    region: str
+    description: str  # the fee SKU's description
+    unit: str | None  # PricingUnit
+    cost: Decimal  # EffectiveCost of the fee
+    quantity: Decimal  # committed quantity billed (PricingQuantity)
+
+
+@dataclass(frozen=True)
+class CudCovered:
+    billing_account: str
+    currency: str
+    day: date
+    region: str
+    description: str  # the usage SKU's description
+    commitment_id: str | None  # the credit id
+    category: str | None  # CommitmentDiscountCategory: Usage (resource) | Spend
+    unit: str | None
+    quantity: Decimal
+    list_cost: Decimal
+
+
+@dataclass
+class CudUtilisation:
+    billing_account: str
+    region: str
+    resource: str  # e.g. "A100 GPU"
+    unit: str | None
+    currency: str
+    period: str
+    fee: Decimal = ZERO
+    committed_quantity: Decimal = ZERO
+    used_quantity: Decimal = ZERO
+    covered_list: Decimal = ZERO  # on-demand value of the usage it covered
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        return None if self.committed_quantity == 0 else self.used_quantity / self.committed_quantity
+
+    @property
+    def used_cost(self) -> Decimal:
+        u = self.utilisation
+        return ZERO if u is None else self.fee * min(u, Decimal(1))
+
+    @property
+    def unused_cost(self) -> Decimal:
+        return self.fee - self.used_cost
+
+
+def fee_resource(description: str) -> str:
+    """`Commitment v1: A100 GPU in Americas for 1 Year` -> `A100 GPU`."""
+    m = _FEE.match(description.strip())
+    return (m.group(1) if m else description).strip()
+
+
+def _words(text: str) -> set[str]:
+    return {_SYNONYMS.get(w, w) for w in re.findall(r"[a-z0-9]+", text.lower())}
+
+
+def matches(resource: str, usage_description: str) -> bool:
+    want = _words(resource)
+    return bool(want) and want <= _words(usage_description)
+
+
+def cud_utilisation(
+    fees: Iterable[CudFee], covered: Iterable[CudCovered], grain: Grain = "month"
+) -> list[CudUtilisation]:
+    """Per (billing account, region, resource, unit, currency) and period. Covered usage
+    that no fee matches is not counted (it shows as covered in `usage.coverage` still)."""
+    out: dict[tuple, CudUtilisation] = {}
+    resources: dict[tuple, set[str]] = {}  # (account, region, unit, currency) -> fee resources
+    for f in fees:
+        res = fee_resource(f.description)
+        key = (f.billing_account, f.region, res, f.unit, f.currency, _period(f.day, grain))
+        u = out.get(key) or out.setdefault(key, CudUtilisation(*key))
+        u.fee += f.cost
+        u.committed_quantity += f.quantity
+        resources.setdefault((f.billing_account, f.region, f.unit, f.currency), set()).add(res)
+    for c in covered:
+        if c.category == "Spend":
+            continue
+        for res in sorted(resources.get((c.billing_account, c.region, c.unit, c.currency), ())):
+            if matches(res, c.description):
+                key = (c.billing_account, c.region, res, c.unit, c.currency, _period(c.day, grain))
+                u = out.get(key) or out.setdefault(key, CudUtilisation(*key))
+                u.used_quantity += c.quantity
+                u.covered_list += c.list_cost
+                break
+    return sorted(out.values(), key=lambda u: (u.billing_account, u.region, u.resource, u.period))

@@ -1,0 +1,287 @@
+"""Commitment inventory: each commitment's start and end dates, from where providers ship them.
+
+- AWS: the CUR 2.0 columns `savings_plan_start_time` / `savings_plan_end_time` (on
+  SavingsPlanRecurringFee lines) and `reservation_start_time` / `reservation_end_time` (RIFee
+  lines), read from the raw delivery while it is loaded (`record_from_cur_files`, called by the
+  billing DAG after the partition is committed): focus_costs has no end-date column.
+- Azure: the Reservations API's reservation orders (`expiryDateTime`, `term`, `reservations[].id`)
+  via `azure_reservation_orders` (payload as the API returns it).
+- GCP: the Compute API's commitments (`endTimestamp`, `plan`, `resources`) via `gcp_commitments`.
+- Anything else: `commitments.inventory` in finops.yaml.
+
+Stored in `commitment_inventory` (migration 800), one row per (provider, commitment id), the
+latest delivery winning."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+_AWS_SP = (
+    "savings_plan_savings_plan_a_r_n",
+    "savings_plan_start_time",
+    "savings_plan_end_time",
+    "savings_plan_offering_type",
+    "savings_plan_region",
+    "savings_plan_instance_type_family",
+    "savings_plan_payment_option",
+    "savings_plan_purchase_term",
+)
+_AWS_RI = (
+    "reservation_reservation_a_r_n",
+    "reservation_start_time",
+    "reservation_end_time",
+    "product_instance_type",
+    "product_region_code",
+    "pricing_purchase_option",
+    "pricing_lease_contract_length",
+)
+
+
+@dataclass(frozen=True)
+class InventoryItem:
+    provider: str
+    commitment_id: str
+    end: date  # last day it applies (inclusive)
+    start: date | None = None
+    commitment_type: str = ""
+    description: str = ""  # what it covers
+    term: str = ""
+    payment_option: str = ""
+    source: str = ""  # where the dates came from
+
+
+def parse_time(value: Any) -> datetime | None:
+    """ISO-8601 text (`2027-03-01T00:00:00Z`, `2027-03-01T00:00:00.000Z`, `2027-03-01`) or a
+    datetime -> naive UTC datetime; blank -> None."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).replace(tzinfo=None) if value.tzinfo else value
+    if isinstance(value, date):
+        return datetime.combine(value, datetime.min.time())
+    text = str(value).strip().replace("Z", "+00:00")
+    dt = datetime.fromisoformat(text)
+    return dt.astimezone(UTC).replace(tzinfo=None) if dt.tzinfo else dt
+
+
+def last_day(end: datetime) -> date:
+    """An exclusive end instant -> the last day it still applies (an end at 00:00 means the
+    day before)."""
+    if end.time() == datetime.min.time():
+        return date.fromordinal(end.date().toordinal() - 1)
+    return end.date()
+
+
+def aws_items(rows: Iterable[Mapping[str, Any]]) -> list[InventoryItem]:
+    """Distinct Savings Plans / RIs from raw CUR 2.0 rows (dicts of the columns above)."""
+    out: dict[str, InventoryItem] = {}
+    for r in rows:
+        sp, ri = r.get("savings_plan_savings_plan_a_r_n"), r.get("reservation_reservation_a_r_n")
+        if sp and (end := parse_time(r.get("savings_plan_end_time"))):
+            start = parse_time(r.get("savings_plan_start_time"))
+            desc = " ".join(
+                str(r.get(k))
+                for k in (
+                    "savings_plan_offering_type",
+                    "savings_plan_instance_type_family",
+                    "savings_plan_region",
+                )
+                if r.get(k)
+            )
+            out[sp] = InventoryItem(
+                "aws",
+                sp,
+                last_day(end),
+                start.date() if start else None,
+                "Savings Plan",
+                desc,
+                str(r.get("savings_plan_purchase_term") or ""),
+                str(r.get("savings_plan_payment_option") or ""),
+                "cur2",
+            )
+        elif ri and (end := parse_time(r.get("reservation_end_time"))):
+            start = parse_time(r.get("reservation_start_time"))
+            desc = " ".join(
+                str(r.get(k)) for k in ("product_instance_type", "product_region_code") if r.get(k)
+            )
+            out[ri] = InventoryItem(
+                "aws",
+                ri,
+                last_day(end),
+                start.date() if start else None,
+                "Reserved Instance",
+                desc,
+                str(r.get("pricing_lease_contract_length") or ""),
+                str(r.get("pricing_purchase_option") or ""),
+                "cur2",
+            )
+    return sorted(out.values(), key=lambda i: i.commitment_id)
+
+
+def aws_items_from_files(files: Sequence[Path]) -> list[InventoryItem]:
+    """Read the raw CUR 2.0 parquet files of one delivery (DuckDB, only the columns present)."""
+    import duckdb
+
+    parquet = [str(f) for f in files if str(f).endswith(".parquet")]
+    if not parquet:
+        return []
+    con = duckdb.connect()
+    try:
+        rel = con.read_parquet(parquet, union_by_name=True)
+        have = set(rel.columns)
+        rows: list[dict[str, Any]] = []
+        for cols, key, fee in (
+            (_AWS_SP, "savings_plan_end_time", "SavingsPlanRecurringFee"),
+            (_AWS_RI, "reservation_end_time", "RIFee"),
+        ):
+            if key not in have or cols[0] not in have or "line_item_line_item_type" not in have:
+                continue
+            present = [c for c in cols if c in have]
+            sel = ", ".join(f"CAST({c} AS VARCHAR) AS {c}" for c in present)
+            q = (
+                f"SELECT DISTINCT {sel} FROM rel WHERE line_item_line_item_type = ? "
+                f"AND {key} IS NOT NULL AND CAST({key} AS VARCHAR) <> ''"
+            )
+            cur = con.execute(q, [fee])
+            names = [d[0] for d in cur.description]
+            rows.extend(dict(zip(names, r, strict=True)) for r in cur.fetchall())
+        return aws_items(rows)
+    finally:
+        con.close()
+
+
+def azure_reservation_orders(payload: Mapping[str, Any]) -> list[InventoryItem]:
+    """Reservation orders as the Azure Reservations API lists them (`value[]` of
+    ReservationOrderResponse): every reservation id of an order gets the order's expiry."""
+    out = []
+    for order in payload.get("value", []):
+        p = order.get("properties", {})
+        end = parse_time(p.get("expiryDateTime") or p.get("expiryDate"))
+        if end is None:
+            continue
+        start = parse_time(p.get("benefitStartTime"))
+        ids = [r.get("id") for r in p.get("reservations") or [] if r.get("id")] or [order.get("id")]
+        for rid in ids:
+            out.append(
+                InventoryItem(
+                    "azure",
+                    str(rid).lower(),
+                    end.date() if p.get("expiryDate") and not p.get("expiryDateTime") else last_day(end),
+                    start.date() if start else None,
+                    "Reservation",
+                    str(p.get("displayName") or ""),
+                    str(p.get("term") or ""),
+                    str(p.get("billingPlan") or ""),
+                    "azure-reservations-api",
+                )
+            )
+    return out
+
+
+def gcp_commitments(payload: Mapping[str, Any]) -> list[InventoryItem]:
+    """Commitments as the Compute API lists them (`items[]` with `endTimestamp`, `plan`,
+    `resources[{type, amount}]`); the id is the commitment's selfLink or name."""
+    out = []
+    for c in payload.get("items", []):
+        end = parse_time(c.get("endTimestamp"))
+        if end is None:
+            continue
+        start = parse_time(c.get("startTimestamp"))
+        res = ", ".join(f"{r.get('amount')} {r.get('type')}" for r in c.get("resources") or [])
+        region = str(c.get("region") or "").rsplit("/", 1)[-1]
+        out.append(
+            InventoryItem(
+                "gcp",
+                str(c.get("selfLink") or c.get("name")),
+                last_day(end),
+                start.date() if start else None,
+                "Committed Use Discount",
+                f"{res} {region}".strip(),
+                str(c.get("plan") or ""),
+                "monthly",
+                "gcp-compute-api",
+            )
+        )
+    return out
+
+
+_UPSERT_COLS = (
+    "provider",
+    "commitment_id",
+    "start_date",
+    "end_date",
+    "commitment_type",
+    "description",
+    "term",
+    "payment_option",
+    "source",
+    "updated_at",
+)
+
+
+def store(wh: Any, items: Sequence[InventoryItem]) -> int:
+    """Insert or replace these commitments' rows of commitment_inventory (one transaction)."""
+    import pyarrow as pa
+
+    if not items:
+        return 0
+    now = datetime.now(UTC).replace(tzinfo=None)
+    latest = {(i.provider, i.commitment_id): i for i in items}  # one row per key
+    cols: dict[str, list[Any]] = {c: [] for c in _UPSERT_COLS}
+    for i in latest.values():
+        for c, v in zip(
+            _UPSERT_COLS,
+            (
+                i.provider,
+                i.commitment_id,
+                i.start,
+                i.end,
+                i.commitment_type,
+                i.description,
+                i.term,
+                i.payment_option,
+                i.source,
+                now,
+            ),
+            strict=True,
+        ):
+            cols[c].append(v)
+    types = {"start_date": pa.date32(), "end_date": pa.date32(), "updated_at": pa.timestamp("us")}
+    table = pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in cols.items()})
+    return wh.upsert_arrow("commitment_inventory", table, ["provider", "commitment_id"])
+
+
+def load(wh: Any) -> list[InventoryItem]:
+    rows = wh.query(
+        "SELECT provider, commitment_id, end_date, start_date, commitment_type, description, term, "
+        "payment_option, source FROM commitment_inventory"
+    )
+    return [
+        InventoryItem(r[0], r[1], _d(r[2]), _d(r[3]) if r[3] else None, *(x or "" for x in r[4:]))
+        for r in rows
+    ]
+
+
+def _d(v: Any) -> date:
+    return v if isinstance(v, date) and not isinstance(v, datetime) else date.fromisoformat(str(v)[:10])
+
+
+def record_from_cur_files(wh: Any, provider: str, files: Sequence[Path]) -> int | None:
+    """After an AWS CUR 2.0 load: store the end dates its raw files carry. Derived data: a
+    failure is logged and the load stands (the calendar keeps the previous dates)."""
+    if provider != "aws":
+        return None
+    try:
+        return store(wh, aws_items_from_files(files))
+    except Exception:  # noqa: BLE001 - see docstring
+        log.exception(
+            "commitment end dates not read from this delivery; the calendar keeps the previous ones"
+        )
+        return None
