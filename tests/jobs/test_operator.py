@@ -235,3 +235,28 @@ def test_trigger_serializes_and_judges_budget_and_deadline(tmp_path):
     assert verdict["kind"] == "deadline" and verdict["steps_done"] == 1
     watch["spot"] = False  # on-demand is where the job goes when late: no deadline event there
     assert TrainingJobTrigger(watch).check(1, now) is None
+
+
+def test_reaper_ends_instances_no_running_job_owns(finops_home, tmp_path):
+    from finops.jobs.executor import reap
+
+    spec = _spec(tmp_path)
+    provider = provider_from_config({"kind": "local", "work_dir": str(tmp_path / "work")})
+    with pytest.raises(TaskDeferred) as d:
+        _op(tmp_path, spec, [_cand("cpu-box", "ondemand", "3")]).execute(_ctx())
+    owned = d.value.trigger.watch["instance_id"]
+    from finops.jobs.spec import parse_job_spec
+
+    orphan = provider.start(parse_job_spec(spec), 1, "fp32", "cpu-box", {"finops-job-id": "job-unknown"})
+    untagged = provider.start(parse_job_spec(spec), 1, "fp32", "cpu-box", {})
+    wh = connect()
+    try:
+        assert reap(JobStore(wh), provider, dry_run=True) == [(orphan, "its job is not in training_jobs")]
+        assert {i for i, _ in provider.find()} == {owned, orphan, untagged}  # a dry run ends nothing
+        reap(JobStore(wh), provider, dry_run=False)
+    finally:
+        wh.close()
+    assert {i for i, _ in provider.find()} == {owned, untagged}
+    for iid in (owned, untagged):
+        provider.terminate(iid)
+    assert provider.find() == []

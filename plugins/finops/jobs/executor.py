@@ -404,3 +404,29 @@ class Executor:
                 ],
             },
         )
+
+
+def reap(store: JobStore, provider: Provider, *, dry_run: bool = True) -> list[tuple[str, str]]:
+    """The safety net for job instances: end every live instance tagged as a job's that no
+    running job owns (its job is unknown or ended, or its attempt is not the open one).
+    Returns (instance id, why) for each; a dry run ends nothing."""
+    found = []
+    for iid, tags in provider.find(None):
+        job_id = tags.get("finops-job-id")
+        if not job_id:
+            continue
+        job = store.get_job(job_id)
+        att = store.open_attempt(job_id) if job is not None else None
+        if job is None:
+            why = "its job is not in training_jobs"
+        elif job.terminal or job.state in ("interrupted", "waiting"):
+            why = f"its job is {job.state}"
+        elif att is None or att.instance_id != iid:
+            why = "it is not the job's open attempt"
+        else:
+            continue
+        found.append((iid, why))
+        if not dry_run:
+            provider.terminate(iid, 0.0)
+            log.warning("reaped job instance %s (%s)", iid, why)
+    return found
