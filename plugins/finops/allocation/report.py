@@ -61,6 +61,11 @@ _TEMPLATE = """<html><head><meta charset="utf-8"><title>Showback {{ r.team }} {{
 {% for c in r.commitments %}<tr><td>{{ c.currency }}</td><td>{{ c.covered }}</td><td>{{ c.eligible }}</td>
 <td>{% if c.coverage_pct is not none %}{{ c.coverage_pct }} %{% else %}-{% endif %}</td><td>{{ c.unused }}</td></tr>
 {% endfor %}</table>{% endif %}
+{% if r.inference %}<h2>Inference cost at the P99 target (cheapest offers, all teams)</h2><table border="1" cellpadding="4" cellspacing="0">
+<tr><th>Model</th><th>Precision</th><th>Batch</th><th>P99 target (ms)</th><th>Offer</th><th>Currency</th><th>Per 1,000 requests</th><th>Per 1M output tokens</th></tr>
+{% for i in r.inference %}<tr><td>{{ i.model }}</td><td>{{ i.dtype }}</td><td>{{ i.batch }}</td><td>{{ i.p99_target_ms }}</td>
+<td>{{ i.offer }}</td><td>{{ i.currency }}</td><td>{{ i.per_1k_requests }}</td><td>{{ i.per_1m_output_tokens }}</td></tr>
+{% endfor %}</table>{% endif %}
 <p>Full detail in the attached CSV.</p>
 </body></html>"""
 
@@ -83,6 +88,7 @@ class TeamReport:
     forecast: list[dict[str, Any]] = field(default_factory=list)
     budgets: list[dict[str, Any]] = field(default_factory=list)
     commitments: list[dict[str, Any]] = field(default_factory=list)  # finops.commitments.report
+    inference: list[dict[str, Any]] = field(default_factory=list)  # finops.gpubench.serving_store.report_rows
 
     def html(self, img_src: str | None) -> str:
         from jinja2 import Environment
@@ -197,6 +203,11 @@ def build_reports(
 
     for team, rows in team_sections(wh, period, list(by_team)).items():
         by_team[team].commitments = rows
+    from finops.gpubench.serving_store import report_rows
+
+    inference = report_rows(wh)  # organisation-wide: the same for every team
+    for r in by_team.values():
+        r.inference = inference
     return [by_team[t] for t in sorted(by_team)]
 
 

@@ -110,3 +110,23 @@ def jsonable(v: Any) -> Any:
     if isinstance(v, list | tuple):
         return [jsonable(x) for x in v]
     return v
+
+
+def report_rows(wh: Warehouse, per_model: int = 3) -> list[dict[str, Any]]:
+    """The monthly report's inference section: per model, the `per_model` cheapest offers ($ per
+    1,000 requests at the P99 target each run was measured with), as display strings. Empty when
+    there are no serving figures or price tables yet."""
+    if not (wh.table_exists("gpu_serving_benchmarks") and wh.table_exists("latest_prices")):
+        return []
+    out: list[dict[str, Any]] = []
+    counts: dict[str, int] = {}
+    for r in matrix(wh)["rows"]:  # cheapest first within a model
+        if r["usd_per_1k_requests"] is None or counts.get(r["model"], 0) >= per_model:
+            continue
+        counts[r["model"]] = counts.get(r["model"], 0) + 1
+        out.append({"model": r["model"], "dtype": r["dtype"], "batch": r["batch"], "p99_target_ms": r["p99_target_ms"],
+                    "offer": f"{r['provider']} {r['region']} {r['instance_type']} {r['pricing_model']}",
+                    "currency": r["currency"], "per_1k_requests": str(r["usd_per_1k_requests"]),
+                    "per_1m_output_tokens": "" if r["usd_per_1m_output_tokens"] is None
+                    else str(r["usd_per_1m_output_tokens"])})
+    return out
