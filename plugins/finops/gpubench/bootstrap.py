@@ -30,9 +30,17 @@ USER_DATA_LIMIT = 16 * 1024
 
 
 def _minify(source: str) -> str:
-    """Drop comments and docstrings (same code, smaller user data)."""
+    """Drop comments, docstrings and function annotations (same code, smaller user data: under
+    `from __future__ import annotations` a signature's annotations are strings nothing reads;
+    class-level ones stay, dataclasses need them)."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            node.returns = None
+            a = node.args
+            for arg in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg):
+                if arg is not None:
+                    arg.annotation = None
         body = getattr(node, "body", None)
         if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
