@@ -14,13 +14,14 @@ from finops.alerts.email import (
     Attachment,
     EmailAddressError,
     build_message,
+    chart_ref,
     clean_header,
     send_alert_email,
     send_message,
     validate_address,
 )
 from finops.alerts.events import AlertEvent
-from tests.alerts.hostile import HOSTILE
+from tests.fixtures.hostile import HOSTILE
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -41,27 +42,29 @@ def test_report_mail_with_inline_chart_and_csv_reaches_smtp(alert_smtp):
     hostile_subject = "Showback ml\r\nBcc: x@evil.example 🚀 " + "A" * 10_000
     msg = build_message(
         sender="finops@example.com", to=["ml@example.com"], subject=hostile_subject,
-        html='<html><body><h1>Report</h1><img src="cid:chart"></body></html>', chart_png=png,
-        attachments=[Attachment("../../etc/ml research.csv", b"team,cost\r\nml,1.00\r\n")],
+        html=f'<html><body><h1>Report</h1><img src="{chart_ref("chart")}"></body></html>', chart_png=png,
+        chart_cid="chart",
+        attachments=[Attachment("../../etc/ml research.csv", b"team,cost\r\nml,1.00\r\n"),
+                     Attachment("chart.png", b"not the chart", "image/png")],
     )
-    send_message(alert_smtp.conn_id, msg)
+    send_message(alert_smtp.conn_id, msg)  # SmtpHook.send_email_smtp, the provider's public API
     (got,) = alert_smtp.messages
     (env_from, rcpts) = alert_smtp.envelopes[0]
     assert env_from == "finops@example.com" and rcpts == ["ml@example.com"]  # no smuggled Bcc recipient
     assert got["Bcc"] is None and "evil" not in got["To"]
+    assert got["Message-ID"] == msg.message_id
     assert "\n" not in got["Subject"] and got["Subject"].startswith("Showback ml Bcc: x@evil.example 🚀")
     assert len(got["Subject"]) <= 200
     assert got.get_content_type() == "multipart/mixed"
     html = got.get_body(("html",))
-    assert 'src="cid:chart"' in html.get_content()
-    related = [p for p in got.walk() if p.get_content_type() == "multipart/related"]
-    assert related, "chart must be inline (multipart/related)"
-    imgs = [p for p in got.walk() if p.get_content_type() == "image/png"]
-    assert imgs[0]["Content-ID"] == "<chart>" and imgs[0].get_content_disposition() == "inline"
-    assert imgs[0].get_content() == png
-    (att,) = list(got.iter_attachments())
+    assert 'src="cid:chart.png"' in html.get_content()
+    # the HTML's cid: names exactly one part, the chart: an attachment cannot take its name
+    by_cid = {p["Content-ID"]: p for p in got.walk() if p["Content-ID"]}
+    assert set(by_cid) == {"<chart.png>", "<etc_ml_research.csv>", "<chart-2.png>"}
+    assert by_cid["<chart.png>"].get_content() == png
+    assert by_cid["<chart-2.png>"].get_content() == b"not the chart"
+    att = by_cid["<etc_ml_research.csv>"]
     assert att.get_filename() == "etc_ml_research.csv"
-    assert att.get_content_type() == "text/csv"
     content = att.get_content()
     rows = list(csv.reader(io.StringIO(content if isinstance(content, str) else content.decode())))
     assert rows == [["team", "cost"], ["ml", "1.00"]]

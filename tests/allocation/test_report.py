@@ -42,10 +42,10 @@ def test_team_reports_saved_and_emailed(duckdb_wh, finops_home, alert_smtp):
     assert sent == {"ml": ["ml-leads@example.com"]}
     (msg,) = alert_smtp.messages
     assert msg["Subject"] == "Cloud cost showback 2026-10: ml"
-    assert 'src="cid:chart"' in msg.get_body(("html",)).get_content()
-    assert any(p.get_content_type() == "image/png" and p["Content-ID"] == "<chart>" for p in msg.walk())
-    (att,) = list(msg.iter_attachments())
-    assert att.get_filename() == "showback-ml-2026-10.csv"
+    assert 'src="cid:chart.png"' in msg.get_body(("html",)).get_content()
+    parts = {p["Content-ID"]: p for p in msg.walk() if p["Content-ID"]}
+    assert parts["<chart.png>"].get_content().startswith(b"\x89PNG")
+    assert parts["<showback-ml-2026-10.csv>"].get_filename() == "showback-ml-2026-10.csv"
 
 
 def test_report_retry_after_a_failed_route_sends_each_report_once(duckdb_wh, finops_home, alert_smtp, monkeypatch):

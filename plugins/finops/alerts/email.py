@@ -1,25 +1,29 @@
-"""Email delivery through the SMTP provider (SmtpHook: host, port, TLS and login come from
-the Airflow connection). HTML body, an inline chart PNG (multipart/related, cid:), CSV
-attachments.
+"""Email delivery through the SMTP provider's public API: SmtpHook.send_email_smtp (host,
+port, TLS, login or OAuth2 and retries come from the Airflow connection). An HTML body, a chart
+PNG the HTML shows inline (`cid:<name>.png`: the hook gives every file part a Content-ID of
+its file name), CSV attachments.
 
-Header injection is impossible by construction: every header goes through `set_header`, the
-one encoding path. Control characters (CR, LF, NUL, NEL, U+2028, ...) are removed; text that
-is not plain printable ASCII, or that contains the `=?` of an RFC 2047 encoded word, is sent
-as encoded words of its own (email.header.Header), so a reader shows the exact text and an
-encoded word smuggled in a tag value stays literal text. Addresses must be bare mailboxes.
-Bodies pass `body_text` (no lone surrogates, no control characters but tab and line breaks).
+`build_message` validates and encodes everything first; the hook only assembles the MIME.
+Header injection is impossible by construction: the one header value we supply from text (the
+subject) goes through `header_value`, the one encoding path. Control characters (CR, LF, NUL,
+NEL, U+2028, ...) are removed; text that is not plain printable ASCII, or that contains the `=?`
+of an RFC 2047 encoded word, is sent as encoded words of its own (email.header.Header), so a
+reader shows the exact text and an encoded word smuggled in a tag value stays literal text.
+Addresses must be bare mailboxes. Bodies pass `body_text` (no lone surrogates, no control
+characters but tab and line breaks). Attachment names pass `safe_filename`.
 """
 
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from email.header import Header
 from email.headerregistry import Address
 from email.message import EmailMessage
-from email.policy import SMTP
-from email.utils import formatdate, make_msgid
+from email.utils import make_msgid
+from pathlib import Path
 
 from finops.alerts.model import AlertEvent
 from finops.exceptions import FinopsError
@@ -72,8 +76,15 @@ def encode_header(name: str, value: object, max_len: int = 200) -> str:
     )
 
 
+def header_value(name: str, value: object, max_len: int = 200) -> str:
+    """`encode_header` on one line: the encoded words (each within RFC 2047's 75 characters) or
+    the plain words joined by the single spaces they were folded at. The hook's message folds
+    it again at those spaces; a reader joins adjacent encoded words back into the exact text."""
+    return encode_header(name, value, max_len).replace("\r\n", "")
+
+
 def set_header(msg: EmailMessage, name: str, value: object, max_len: int = 200) -> None:
-    """The one way a header enters a message (set_raw: stored as encoded, never re-parsed)."""
+    """A header on a message we assemble ourselves (set_raw: stored as encoded, never re-parsed)."""
     if name in msg:
         del msg[name]
     msg.set_raw(name, encode_header(name, value, max_len))
@@ -98,6 +109,28 @@ class Attachment:
     mimetype: str = "text/csv"
 
 
+@dataclass(frozen=True)
+class Email:
+    """A message ready for SmtpHook.send_email_smtp: addresses validated, subject encoded
+    (`header_value`), body cleaned (`body_text`), attachment names made safe and unique."""
+
+    sender: str
+    to: tuple[str, ...]
+    subject: str
+    html: str
+    attachments: tuple[Attachment, ...]
+    message_id: str
+
+
+def chart_ref(chart_cid: str | None = None) -> str:
+    """What an <img src> puts for the chart `build_message` attaches under `chart_cid`."""
+    return f"cid:{_chart_name(chart_cid)}"
+
+
+def _chart_name(chart_cid: str | None) -> str:
+    return (_FILENAME.sub("_", chart_cid or "chart")[:60].strip("._") or "chart") + ".png"
+
+
 def build_message(
     *,
     sender: str,
@@ -107,47 +140,58 @@ def build_message(
     chart_png: bytes | None = None,
     chart_cid: str | None = None,
     attachments: Sequence[Attachment] = (),
-) -> EmailMessage:
-    """multipart/mixed[ multipart/related[ text/html, image/png (inline) ], attachments... ]."""
-    recipients = [validate_address(a) for a in to]
+) -> Email:
+    """Validate and encode one e-mail. The chart travels as `<chart_cid>.png` (Content-ID the
+    same), which the HTML shows with `src` = `chart_ref(chart_cid)`."""
+    recipients = tuple(validate_address(a) for a in to)
     if not recipients:
         raise EmailAddressError("no recipients")
-    msg = EmailMessage(policy=SMTP)
-    set_header(msg, "From", validate_address(sender))
-    set_header(msg, "To", ", ".join(recipients), max_len=100_000)  # validated mailboxes: never cut
-    set_header(msg, "Subject", subject)
-    set_header(msg, "Date", formatdate(localtime=False, usegmt=True))
-    set_header(msg, "Message-ID", make_msgid(domain=sender.rsplit("@", 1)[1]))
-    msg.set_content("This message is HTML; open it in an HTML-capable mail client.")
-    msg.add_alternative(body_text(html), subtype="html")
+    sender = validate_address(sender)
+    files: list[Attachment] = []
     if chart_png is not None:
-        cid = _FILENAME.sub("_", chart_cid or "chart")[:60] or "chart"  # goes into Content-ID
-        html_part = list(msg.iter_parts())[1]  # [text/plain, text/html] after add_alternative
-        html_part.add_related(
-            chart_png,
-            maintype="image",
-            subtype="png",
-            cid=f"<{cid}>",
-            filename=f"{cid}.png",
-            disposition="inline",
-        )
+        files.append(Attachment(_chart_name(chart_cid), chart_png, "image/png"))
+    taken = {f.filename for f in files}
     for att in attachments:
-        maintype, subtype = att.mimetype.split("/", 1)
-        msg.add_attachment(
-            att.content, maintype=maintype, subtype=subtype, filename=safe_filename(att.filename)
-        )
-    return msg
+        name = safe_filename(att.filename)
+        stem, dot, ext = name.rpartition(".") if "." in name else (name, "", "")
+        n = 1
+        while name in taken:  # one file per name: the hook names parts (and Content-IDs) after files
+            n += 1
+            name = f"{stem}-{n}{dot}{ext}"
+        taken.add(name)
+        files.append(Attachment(name, att.content, att.mimetype))
+    return Email(
+        sender=sender,
+        to=recipients,
+        # the hook refuses an empty subject or body (it would read templates from the connection)
+        subject=header_value("Subject", subject) or "(no subject)",
+        html=body_text(html) or "<html><body></body></html>",
+        attachments=tuple(files),
+        message_id=make_msgid(domain=sender.rsplit("@", 1)[1]),
+    )
 
 
-def send_message(conn_id: str, msg: EmailMessage) -> None:
-    """Send through the connection's SMTP server (SmtpHook opens / authenticates / closes)."""
+def send_message(conn_id: str, msg: Email) -> None:
+    """Send through the connection's SMTP server with the provider's public API
+    (SmtpHook.send_email_smtp: it opens, authenticates, retries per the connection and closes).
+    The hook attaches files by path, so attachments are written to a private temporary folder."""
     from airflow.providers.smtp.hooks.smtp import SmtpHook
 
-    with SmtpHook(smtp_conn_id=conn_id) as hook:
-        client = hook._smtp_client  # the provider exposes no send for a prebuilt MIME message
-        if client is None:
-            raise RuntimeError(f"SMTP connection {conn_id!r} did not open")
-        client.send_message(msg)
+    with tempfile.TemporaryDirectory(prefix="finops-mail-") as tmp:
+        paths = []
+        for att in msg.attachments:
+            path = Path(tmp) / att.filename
+            path.write_bytes(att.content)
+            paths.append(str(path))
+        with SmtpHook(smtp_conn_id=conn_id) as hook:
+            hook.send_email_smtp(
+                to=list(msg.to),
+                from_email=msg.sender,
+                subject=msg.subject,
+                html_content=msg.html,
+                files=paths,
+                custom_headers={"Message-ID": msg.message_id},
+            )
 
 
 def default_sender(conn_id: str) -> str:

@@ -297,13 +297,13 @@ def save_reports(
 
 
 def _send_report(r: TeamReport, conn_id: str, to: list[str]) -> None:
-    from finops.alerts.email import Attachment, build_message, default_sender, send_message
+    from finops.alerts.email import Attachment, build_message, chart_ref, default_sender, send_message
 
     msg = build_message(
         sender=default_sender(conn_id),
         to=to,
         subject=f"Cloud cost showback {r.period}: {r.team}",
-        html=r.html("cid:chart"),
+        html=r.html(chart_ref("chart")),
         chart_png=r.chart_png,
         chart_cid="chart",
         attachments=[Attachment(f"showback-{r.team}-{r.period}.csv", r.csv().encode("utf-8"))],
