@@ -10,6 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from finops.alerts.task_failure import task_failed
+from finops.orchestration.retry import PERMANENT_ERRORS
 
 
 def default_args(
@@ -30,6 +31,7 @@ def default_args(
         "retry_delay": retry_delay,
         "retry_exponential_backoff": exponential_backoff,
         "execution_timeout": execution_timeout,
+        "retry_policy": PERMANENT_ERRORS,  # bad config, refused credentials, 4xx: fail now, not after the retries
     }
     if exponential_backoff:
         args["max_retry_delay"] = max_retry_delay
