@@ -14,7 +14,14 @@ from finops.alerts.routing import register_configured_sinks
 from finops.commitments import inventory as inv
 from finops.commitments.query import commitment_lines, month_window
 from finops.commitments.settings import parse_settings
-from finops.commitments.store import calendar, expiry_events, refresh_period
+from finops.commitments.store import (
+    WhatIf,
+    calendar,
+    expiry_events,
+    purchase_advice,
+    refresh_period,
+    store_advice,
+)
 from finops.commitments.usage import coverage
 from finops.config import AlertRoute, AlertsConfig
 from tests.fixtures.commitments import RI, RULES, SP, load_commitment_rows
@@ -91,6 +98,24 @@ def test_tables_calendar_and_alerts_once(any_wh, alert_slack, alert_sinks):
     for e in expiry_events(calendar(wh, settings, TODAY), settings, TODAY):  # the next run: nothing new
         assert emit(e) == []
     assert len(alert_slack.payloads()) == 3
+
+
+def test_what_if_advice_stored(any_wh):
+    load_commitment_rows(any_wh)
+    settings = parse_settings({"advice": {"lookback_days": 7}})
+    # the only uncovered usage: 4 of on-demand g5 on Monday 19 October = 1/6 $/h that day, 0 the
+    # other six days; each weekday weighs 1/7, so on demand costs 1/42 $/h on average.
+    # 0.10 $/h of a 1y no-upfront SP (20 % off) covers 0.125 $/h: cost 0.10 + 1/7 x (1/6 - 1/8)
+    # = 0.10 + 1/168; savings 1/42 - 0.10 - 1/168 = -0.0821.. $/h, x 8760 = -719.57 a year
+    res = purchase_advice(any_wh, settings, TODAY, WhatIf("aws", "savings_plan", D("0.10")))
+    assert len(res.advice) == 6 and all(a.commitment_hourly == D("0.10") for a in res.advice)
+    assert store_advice(any_wh, "run-1", res.advice, what_if=True) == 6
+    got = any_wh.query(
+        "SELECT expected_savings_term, covers_on_demand_hourly, samples FROM commitment_advice "
+        "WHERE what_if AND term_years = 1 AND payment = 'no_upfront'"
+    )
+    assert [(D(s).quantize(D("0.01")), D(k), n) for s, k, n in got] == [(D("-719.57"), D("0.125"), 7)]
+    assert purchase_advice(any_wh, settings, TODAY).advice == []  # buying nothing is best here
 
 
 def test_end_dates_from_the_raw_cur(tmp_path, duckdb_wh):

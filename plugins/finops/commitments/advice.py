@@ -245,7 +245,7 @@ def advise(
             if commitment_hourly is None
             else commitment_hourly / (ONE - offer.discount)
         )
-        hourly = k * (ONE - offer.discount)
+        hourly = k * (ONE - offer.discount) if commitment_hourly is None else commitment_hourly
         total = hourly * HOURS_PER_YEAR * offer.term_years
         upfront = total * UPFRONT_SHARE[offer.payment]
         out.append(

@@ -412,4 +412,11 @@ def store_advice(wh: Any, run_id: str, advice: Sequence[Advice], what_if: bool) 
     ]
     if not rows:
         return 0
-    return wh.insert_arrow("commitment_advice", pa.Table.from_pylist(rows))
+    m, ints = pa.decimal128(38, 10), {"term_years", "break_even_months", "samples"}
+    text = {"run_id", "provider", "product", "scope", "payment", "currency"}
+    schema = pa.schema([
+        (k, pa.timestamp("us") if k == "computed_at" else pa.bool_() if k == "what_if"
+         else pa.int64() if k in ints else pa.string() if k in text else m)
+        for k in rows[0]
+    ])  # fmt: skip
+    return wh.insert_arrow("commitment_advice", pa.Table.from_pylist(rows, schema=schema))
