@@ -1,7 +1,7 @@
 """Commitments on a year of a large account: coverage and utilisation from focus_costs, and
 purchase advice, each against a naive baseline in the same run (ratios printed).
 
-    .venv/bin/python bench/commitments.py [--rows 2000000] [--seed 7]
+    .venv/bin/python bench/commitments.py [--rows 1000000] [--seed 7]
 
 1. Read path. finops.commitments.query groups the FOCUS Usage rows in SQL (day, account,
    service, instance, commitment, status) and the pure module rolls the groups up; the
@@ -185,7 +185,7 @@ def bench_advice(seed: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=7)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="finops-bench-commitments-") as d:
