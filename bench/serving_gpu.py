@@ -91,6 +91,14 @@ def main(argv: list[str] | None = None) -> int:
     overrides: dict[str, Any] = {}
     if args.serving_dtypes:
         overrides["dtypes"] = tuple(d for d in args.serving_dtypes.split(",") if d)
+    import torch
+
+    print(f"serving_gpu: torch {torch.__version__}, CUDA build {torch.version.cuda}, "
+          f"cuda available={torch.cuda.is_available()}", flush=True)
+    if args.device != "cpu" and not torch.cuda.is_available():
+        print("serving_gpu: torch sees no CUDA device (a CPU-only wheel, or no driver); "
+              "--device cpu runs the same path on CPU", file=sys.stderr)
+        return 2
     t0 = time.monotonic()
     budget = profiles.pick("cpu" if args.device == "cpu" else "cuda", args.quick).budgets_s["serving"]
     try:

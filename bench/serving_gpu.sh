@@ -21,20 +21,6 @@ if [ -z "$PY" ]; then
   exit 3
 fi
 
-device=cuda
-for a in "$@"; do
-  case "$a" in cpu|--device=cpu) device=cpu ;; esac
-done
-"$PY" - "$device" <<'PYEOF'
-import sys, torch
-print(f"serving_gpu: torch {torch.__version__}, CUDA build {torch.version.cuda}, "
-      f"cuda available={torch.cuda.is_available()}", flush=True)
-if sys.argv[1] == "cuda":
-    if not torch.cuda.is_available():
-        sys.exit("serving_gpu: torch sees no CUDA device (CPU-only wheel or no driver); use --device cpu for a dry run")
-    print(f"serving_gpu: {torch.cuda.get_device_name(0)}, capability {torch.cuda.get_device_capability(0)}", flush=True)
-PYEOF
-
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,power.limit --format=csv > "$OUT/nvidia-smi.csv" 2>/dev/null || true
 # hard stop inside a 9-minute slot: the suite keeps its own budget (--budget-s, 240 s), this
 # catches a hang; every finished point is also in serving.log ("serving point" lines)
