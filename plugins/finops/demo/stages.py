@@ -10,6 +10,8 @@ way it fell short as a problem, which fails `make demo`.
   prices        finops_prices against the local price API fakes (finops.demo.price_apis)
   benchmark     `python -m finops.gpubench` on this machine's CPU, stored and priced against the
                 loaded prices (finops.gpubench.report)
+  training_job  finops_training_job, live on the local provider: a spot preemption, a fallback to
+                on-demand, the cost against all on-demand
 """
 
 from __future__ import annotations
@@ -384,3 +386,65 @@ def benchmark(out: Path) -> StageResult:
         )
 
     return timed("GPU benchmark (CPU) priced against the loaded prices", body)
+
+
+# ------------------------------------------------------------------ training job
+def _run_training_job(run_dag: RunDag, res: StageResult, conf: dict[str, Any]) -> tuple[Any, list[Any]]:
+    """Run finops_training_job with `conf`; the job's row and its attempts (None, [] if absent)."""
+    from finops.jobs.store import JobStore
+
+    _dag_ok(res, "finops_training_job", run_dag("finops_training_job", conf))
+    wh = _wh()
+    try:
+        store = JobStore(wh)
+        job = next((j for j in store.jobs(50) if j.name == conf["name"]), None)
+        return job, store.attempts(job.job_id) if job is not None else []
+    finally:
+        wh.close()
+
+
+def training_job(run_dag: RunDag) -> StageResult:
+    """finops_training_job, live, on the local provider: the example job on spot, reclaimed
+    (SIGKILL) after step 170 of 200, resumed from its step-160 checkpoint on on-demand (the
+    spot limit is one preemption); then the same job all on-demand, for the comparison."""
+
+    def body(res: StageResult) -> None:
+        name = f"demo-train-{int(time.time())}"  # a fresh checkpoint prefix on every demo run
+        cands = [
+            {"provider": "local", "region": "here", "instance_type": "cpu-box", "pricing_model": model,
+             "price_per_hour": price, "gpu_model": "CPU", "gpu_memory_gib": 8, "interruption_rate_per_h": 0.2}
+            for model, price in (("spot", "12.00"), ("ondemand", "40.00"))
+        ]  # fmt: skip
+        conf = {
+            "name": name, "steps": 200, "checkpoint_every_steps": 20, "max_spot_preemptions": 1,
+            "args": ["--step-sleep", "0.05", "--fault", "attempt=1,phase=step,step=170"],
+            "step_times": [{"gpu_model": "CPU", "precision": "fp32", "step_ms": 50}], "candidates": cands,
+            "budget_usd": "5", "poll_seconds": 0.2, "dry_run": False,
+        }  # fmt: skip
+        job, attempts = _run_training_job(run_dag, res, conf)
+        if not res.need(job is not None, f"no training_jobs row for {name}"):
+            return
+        for a in attempts:
+            res.lines.append(
+                f"  attempt {a.attempt}: {a.label:<28} steps {a.steps_at_start:>3} -> {a.steps_at_end!s:>3}  "
+                f"${a.estimated_cost_usd:>7}  {a.outcome}: {a.end_reason}"
+            )
+        res.need(job.state == "finished", f"the training job ended {job.state}: {job.state_reason}")
+        res.need(
+            [(a.pricing_model, a.outcome) for a in attempts] == [("spot", "preempted"), ("ondemand", "finished")],
+            f"expected a preempted spot attempt, then an on-demand one: {[(a.pricing_model, a.outcome) for a in attempts]}",
+        )
+        res.need(bool(attempts) and attempts[-1].steps_at_start == 160, "the fallback did not resume from step 160")
+        # the same work all on-demand, measured the same way (wall time x price, start-up included)
+        od_conf = conf | {"name": f"{name}-od", "args": ["--step-sleep", "0.05"], "candidates": cands[1:]}
+        od_job, _ = _run_training_job(run_dag, res, od_conf)
+        if not res.need(od_job is not None and od_job.state == "finished", "the all-on-demand run did not finish"):
+            return
+        saved = od_job.estimated_cost_usd - job.estimated_cost_usd
+        res.lines.append(
+            f"  spot + fallback: ${job.estimated_cost_usd}   the same job all on-demand: "
+            f"${od_job.estimated_cost_usd}   saved ${saved} ({saved / od_job.estimated_cost_usd:.0%})"
+        )
+        res.lines.append(f"  (planner's estimate for all on-demand, start-up not counted: ${job.ondemand_cost_usd})")
+
+    return timed("Training job: spot, one preemption, fallback to on-demand", body)

@@ -18,14 +18,15 @@ import sys
 import time
 
 
-def _faults() -> dict[str, int]:
-    """This attempt's injected preemption, for tests and the bench: FINOPS_FAULT holds entries
+def _faults(spec: str) -> dict[str, int]:
+    """This attempt's injected preemption, for tests, the bench and the demo: --fault (or
+    FINOPS_FAULT) holds entries
     `attempt=<n>,phase=<boot|step|write>[,step=<k>]` separated by ';'. The process SIGKILLs
     itself (what a reclaim without warning does): at boot before any work, right after step k,
     or halfway through writing step k's checkpoint (state.pt half written, no marker)."""
     attempt = os.environ.get("FINOPS_JOB_ATTEMPT", "1")
     out: dict[str, int] = {}
-    for entry in filter(None, os.environ.get("FINOPS_FAULT", "").split(";")):
+    for entry in filter(None, spec.split(";")):
         kv = dict(part.split("=", 1) for part in entry.split(",") if "=" in part)
         if kv.get("attempt", attempt) == attempt and kv.get("phase") in ("boot", "step", "write"):
             out[kv["phase"]] = int(kv.get("step", "0"))
@@ -53,10 +54,11 @@ def main(argv: list[str] | None = None) -> int:
         "--every-minutes", type=float, default=float(os.environ.get("FINOPS_CHECKPOINT_EVERY_MINUTES") or 0)
     )
     p.add_argument("--step-sleep", type=float, default=0.0, help="seconds per step, to stretch a test run")
+    p.add_argument("--fault", default=os.environ.get("FINOPS_FAULT", ""), help="attempt=N,phase=boot|step|write,step=K")
     p.add_argument("--width", type=int, default=32, help="hidden units: a bigger model for bench/resume.py")
     p.add_argument("--out", default=None, help="write the final weights here (torch.save)")
     a = p.parse_args(argv)
-    faults = _faults()
+    faults = _faults(a.fault)
     if "boot" in faults:
         print("fault: killed at boot", flush=True)
         _die()

@@ -321,7 +321,9 @@ class Executor:
         else:
             raise ValueError(f"unknown trigger event kind {kind!r}")
         steps = self.spec.steps if outcome == "finished" else self._steps(job, att)
-        self._close(job, att, outcome, why, steps)
+        seen = event.get("observed_at") if kind == "ended" else None
+        end = datetime.fromtimestamp(float(seen), UTC) if isinstance(seen, int | float) else None
+        self._close(job, att, outcome, why, steps, end)
         if outcome == "preempted" and att.pricing_model == "spot":
             job.spot_preemptions += 1
         self.say(
@@ -342,8 +344,10 @@ class Executor:
         newest = newest_complete_step(open_store(self.spec.checkpoint_uri))
         return max(newest or 0, att.steps_at_start)
 
-    def _close(self, job: JobRecord, att: AttemptRecord, outcome: str, why: str, steps: int) -> None:
-        end = self.now()
+    def _close(
+        self, job: JobRecord, att: AttemptRecord, outcome: str, why: str, steps: int, end: datetime | None = None
+    ) -> None:
+        end = min(end or self.now(), self.now())
         att.outcome, att.end_reason, att.ended_at, att.steps_at_end = outcome, why, end, steps
         hours = max((end - _aware(att.started_at)).total_seconds(), 0.0) / 3600.0
         att.estimated_cost_usd = cost_of(att.price_per_hour, hours) if att.instance_id else Decimal(0)

@@ -68,7 +68,10 @@ class TrainingJobTrigger(BaseTrigger):
             polls += 1
             status = await asyncio.to_thread(provider.status, w["instance_id"])
             if status != "running":
-                yield TriggerEvent({**base, "kind": "ended", "status": status, "polls": polls})
+                # when the end was seen: the attempt is billed to here, not to when a worker ran the
+                # operator's next step
+                yield TriggerEvent({**base, "kind": "ended", "status": status, "polls": polls,
+                                    "observed_at": time.time()})  # fmt: skip
                 return
             try:
                 steps = await asyncio.to_thread(newest_complete_step, store)
