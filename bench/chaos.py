@@ -57,6 +57,7 @@ KINDS = (
     "disk_full",
     "pg_disk_full",
     "torn_wal",
+    "cut_file",
 )
 
 
@@ -299,8 +300,17 @@ def _drop_schema(schema: str) -> None:
         c.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
-def disk_full_round(tally: Tally, work: Path, old: Delivery, new: Delivery, base: Path | None = None) -> bool:
-    """FINOPS_HOME on a tmpfs that holds the first month but not the restated one's load."""
+def disk_full_round(
+    tally: Tally,
+    work: Path,
+    old: Delivery,
+    new: Delivery,
+    base: Path | None = None,
+    rng: random.Random | None = None,
+) -> bool:
+    """FINOPS_HOME on a tmpfs that holds the first month but not the restated one's load. With
+    `rng`, the space left is a random 2-90 % of the warehouse file's size (ENOSPC lands at a
+    random point of the load: staging, the insert, the commit), else 256 KiB."""
     mnt = work / f"tmpfs-{tally.injected['disk_full']}"
     mnt.mkdir(parents=True)
     if subprocess.run(
@@ -308,13 +318,17 @@ def disk_full_round(tally: Tally, work: Path, old: Delivery, new: Delivery, base
     ).returncode:
         return False
     problems: list[str] = []
+    landed = ""
     try:
         seed_old("duckdb", mnt, old, None, base)
         ballast = mnt / "ballast"  # fill the rest, leaving too little for the load's writes
         free = shutil.disk_usage(mnt).free
+        share = rng.uniform(0.02, 0.9) if rng else 0.0
+        leave = int((mnt / "warehouse.duckdb").stat().st_size * share) if rng else 256 * 1024
+        landed = f"{leave // 1024} KiB left ({share:.0%} of the file)" if rng else ""
         with open(ballast, "wb") as f:
             f.truncate(0)
-            f.write(b"\0" * max(0, free - 256 * 1024))
+            f.write(b"\0" * max(0, free - leave))
         home_before = os.environ.get("FINOPS_HOME")
         os.environ["FINOPS_HOME"] = str(mnt)  # staging and DuckDB's spill files land there too
         try:
@@ -334,7 +348,7 @@ def disk_full_round(tally: Tally, work: Path, old: Delivery, new: Delivery, base
         problems.append(f"{type(e).__name__}: {e}"[:300])
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
-    tally.record("disk_full", problems)
+    tally.record("disk_full", problems, landed)
     return True
 
 
@@ -409,6 +423,39 @@ def pg_disk_full_round(
     return True
 
 
+def cut_file_round(
+    tally: Tally, work: Path, old: Delivery, new: Delivery, rng: random.Random, base: Path | None = None
+) -> None:
+    """The restated month loaded and checkpointed, then the file cut short by 1-4096 bytes (its
+    last write lost, as a crash of the storage can). No recovery is possible from the file
+    itself: what counts is that the next run refuses it with a message naming the file and the
+    cause, and never reads partial data (no totals at all rather than wrong ones)."""
+    home = work / f"cut-{tally.injected['cut_file']}"
+    home.mkdir(parents=True)
+    problems: list[str] = []
+    landed = ""
+    try:
+        seed_old("duckdb", home, old, None, base)
+        load("duckdb", home, new)
+        db = home / "warehouse.duckdb"
+        cut = rng.randint(1, 4096)
+        with open(db, "r+b") as f:
+            f.truncate(db.stat().st_size - cut)
+        for step in ("the next run", "its retry"):
+            try:
+                got = partition("duckdb", home)
+            except Exception as e:  # noqa: BLE001 - a refusal is the expected outcome
+                if str(db) not in str(e) or "IO Error" not in str(e):
+                    problems.append(f"{step}: refused, but without naming the file and the cause: {e}"[:300])
+                landed = f"cut by {cut} B: refused, '{str(e).split(': ', 1)[-1][:60]}...'"
+                continue
+            problems += check_partition(got, [old, new], f"{step}, after the cut")
+            landed = f"cut by {cut} B: opened, totals intact"
+    except Exception as e:  # noqa: BLE001
+        problems.append(f"{type(e).__name__}: {e}"[:300])
+    tally.record("cut_file", problems, landed)
+
+
 def _copy_row(msg: str) -> str:
     """The row PostgreSQL's COPY context line names ("COPY focus_costs, line 1234")."""
     import re
@@ -468,7 +515,9 @@ def torn_wal_round(
                 f.seek(0, 2)
                 f.write(os.urandom(rng.randint(1, 4096)))  # a partial block past the last one written
             landed += "file tail torn (no WAL left)"
-        problems += check_partition(partition("duckdb", home), [old, new], "after the torn write")
+        got = partition("duckdb", home)
+        problems += check_partition(got, [old, new], "after the torn write")
+        landed += ", then the old month" if got[1].quantize(CENT) == old.billed.quantize(CENT) else ", then the new"
         load("duckdb", home, new)
         problems += check_partition(partition("duckdb", home), [new], "after the retry")
     except Exception as e:  # noqa: BLE001
@@ -676,18 +725,9 @@ def _bench_parts(args: dict[str, Any]):  # type: ignore[no-untyped-def]
     import boto3
 
     from finops.gpubench.launchers.aws import AwsLauncher
-    from finops.gpubench.operators import make_presign
     from finops.gpubench.settings import parse_settings
     from finops.warehouse.duckdb_wh import DuckDBWarehouse
 
-    os.environ["AIRFLOW_CONN_AWS_CHAOS"] = json.dumps(
-        {
-            "conn_type": "aws",
-            "login": "testing",
-            "password": "testing",
-            "extra": {"endpoint_url": args["endpoint"], "region_name": "us-east-1"},
-        }
-    )
     settings = parse_settings(
         {
             "results_conn_id": "aws_chaos",
@@ -705,9 +745,24 @@ def _bench_parts(args: dict[str, Any]):  # type: ignore[no-untyped-def]
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
     )
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=args["endpoint"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+
+    def presign(uri: str, expires_in: int) -> str:
+        """What operators.make_presign does, without importing Airflow's S3 hook (seconds of a
+        worker's start)."""
+        bucket, _, key = uri.removeprefix("s3://").partition("/")
+        return str(s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": key},
+                                             ExpiresIn=expires_in))
+
     wh = DuckDBWarehouse(Path(args["home"]) / "warehouse.duckdb")
     wh.migrate()
-    return settings, AwsLauncher(ec2, settings.targets[0], max_running=64), wh, make_presign("aws_chaos")
+    return settings, AwsLauncher(ec2, settings.targets[0], max_running=64), wh, presign
 
 
 def _bench_prepared(n: int, tag: str, now: Any) -> list[dict[str, Any]]:
@@ -969,23 +1024,34 @@ def run(rounds: int, rows: int, seed: int, fleet: int, only: list[str], work: Pa
     rng = random.Random(seed)
     tally = Tally()
     os.environ.setdefault("FINOPS_HOME", str(work / "home"))
-    billing = {"kill_load_duckdb", "kill_load_postgres", "disk_full", "torn_wal", "pg_disk_full"} & set(only)
+    billing = {"kill_load_duckdb", "kill_load_postgres", "disk_full", "pg_disk_full", "torn_wal", "cut_file"} & set(
+        only
+    )
     if billing:
         old, new = make_deliveries(work / "exports", rows, seed)
         t0 = time.monotonic()
         (work / "calibrate").mkdir()
         load("duckdb", work / "calibrate", old)  # how long one load takes: kills land inside it
         duration = time.monotonic() - t0
+    small: tuple[Delivery, Delivery] | None = None
     for _ in range(rounds if billing else 0):
         for kind in only:
-            if kind == "kill_load_duckdb":
+            if kind == "torn_wal" and tally.injected[kind] % 2:
+                # a month small enough that its commit stays in the WAL (DuckDB checkpoints a
+                # commit into the file once the WAL passes its threshold): the WAL's tail is torn
+                small_old, small_new = small or make_deliveries(work / "exports-small", min(rows, 1500), seed + 1)
+                small = small_old, small_new
+                torn_wal_round(tally, work, small_old, small_new, rng)
+            elif kind == "kill_load_duckdb":
                 billing_round(tally, kind, "duckdb", work, old, new, rng, duration)
             elif kind == "kill_load_postgres":
                 billing_round(tally, kind, "postgres", work, old, new, rng, duration * 2)
-            elif kind == "disk_full" and not disk_full_round(tally, work, old, new):
+            elif kind == "disk_full" and not disk_full_round(tally, work, old, new, rng=rng):
                 tally.notes["disk_full: not run (tmpfs mount refused: needs root)"] += 1
             elif kind == "pg_disk_full" and not pg_disk_full_round(tally, work, old, new, rng):
                 tally.notes["pg_disk_full: not run (needs root and the server on this host)"] += 1
+            elif kind == "cut_file":
+                cut_file_round(tally, work, old, new, rng)
             elif kind == "torn_wal":
                 torn_wal_round(tally, work, old, new, rng, duration=duration)
     if {"kill_policy", "cloud_errors", "kill_bench", "kill_reaper"} & set(only):

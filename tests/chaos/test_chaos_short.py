@@ -1,7 +1,8 @@
 """The short fault-injection profile of bench/chaos.py (which runs the long one and prints the
 figures): SIGKILL of a real load process mid-load, a torn last write of DuckDB's WAL, a full
-disk under FINOPS_HOME, a policy run killed mid-run, and cloud API errors / throttling /
-timeouts / resets through a fault proxy in front of moto. Each fault is followed by what an
+disk under FINOPS_HOME, a policy run killed mid-run, cloud API errors / throttling /
+timeouts / resets through a fault proxy in front of moto, and a benchmark launch / teardown
+process killed mid-run. Each fault is followed by what an
 Airflow retry does; nothing may be lost, doubled, mixed or left running."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import random
 
 import pytest
 
-from tests.bench.scripts import bench_script
+from tests.fixtures.bench_scripts import bench_script
 
 
 @pytest.fixture(scope="module")
@@ -47,3 +48,15 @@ def test_policy_survives_kill_and_cloud_faults(chaos, finops_home, moto_endpoint
     mod.policy_kill_round(tally, work, moto_endpoint, 2, rng, 3.0)
     assert tally.lost == [], mod.report(tally)
     assert sum(faults.values()) > 0 and tally.survived["kill_policy"] == 1
+
+
+def test_benchmark_launch_and_teardown_survive_a_kill(chaos, finops_home, moto_endpoint):
+    """A benchmark process killed while launching or tearing down (the reaper killed mid-call:
+    tests/gpubench/test_kill_between_call_and_row.py and bench/chaos.py): after the retry and the
+    reaper nothing runs, each instance's end and each launch is on record exactly once, no row
+    is left pending."""
+    mod, work, _, _ = chaos
+    tally, rng = mod.Tally(), random.Random(5)
+    mod.bench_kill_round(tally, work, moto_endpoint, 2, rng, 2.0)
+    assert tally.lost == [], mod.report(tally)
+    assert tally.survived["kill_bench"] == 1
