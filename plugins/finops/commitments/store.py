@@ -372,6 +372,11 @@ def purchase_advice(
                     ):
                         continue
                     res.advice.append(adv)
+    if "aws" in settings.providers and what_if is None:
+        res.skipped.append(
+            "aws capacity blocks: the price history holds no Capacity Block offerings "
+            "(advice.capacity_blocks prices offerings a caller passes)"
+        )
     res.advice.sort(key=lambda x: -x.expected_savings_term)
     return res
 
