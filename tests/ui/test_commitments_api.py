@@ -64,4 +64,6 @@ def test_commitments_endpoints(ui_client, ui_headers, seeded):
 def test_commitments_page_is_registered(ui_client, ui_headers):
     html = ui_client.get("/", headers=ui_headers).text
     assert 'id="commitments"' in html and "static/commitments.js" in html
+    js = ui_client.get("/static/commitments.js", headers=ui_headers)
+    assert js.status_code == 200 and 'api("commitments/advice")' in js.text
     assert ui_client.get("/api/commitments/utilisation").status_code == 401  # login needed like every page
