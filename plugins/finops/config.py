@@ -125,6 +125,8 @@ class AlertRoute(_Model):
 class AlertsConfig(_Model):
     routes: list[AlertRoute] = []
     default_route: AlertRoute | None = None
+    # provider -> "HH:MM" (UTC) or "45m" / "2h": the billing DAGs' DeadlineAlert (finops.alerts.deadline)
+    billing_deadlines: dict[Literal["aws", "gcp", "azure", "lambda"], str] = {}
 
 
 class FinOpsConfig(_Model):

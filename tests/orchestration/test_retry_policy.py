@@ -121,7 +121,7 @@ def test_billing_tasks_carry_the_policy_and_the_dag_serializes():
 
     bag = DagBag(dag_folder=str(REPO_ROOT / "dags" / "finops_billing_aws.py"))
     assert not bag.import_errors, bag.import_errors
-    billing_aws_dag = bag.get_dag("finops_billing_aws")
+    billing_aws_dag = bag.dags["finops_billing_aws"]
 
     for t in billing_aws_dag.tasks:
         assert t.retry_policy is PERMANENT_ERRORS, t.task_id

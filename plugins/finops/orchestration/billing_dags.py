@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow.sdk import Param, TriggerRule, dag, get_current_context, task
 
+from finops.alerts.deadline import billing_deadline
 from finops.orchestration.assets import FOCUS_COSTS
 from finops.orchestration.defaults import default_args
 
@@ -122,6 +123,7 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
         max_active_runs=1,
         default_args=default_args(execution_timeout=TASK_TIMEOUT, **({"retries": 3} | HOURLY_ARGS.get(provider, {}))),
         params=billing_params(),
+        deadline=billing_deadline(provider, schedule),  # finops.yaml alerts.billing_deadlines
         tags=["finops", "billing", provider],
         doc_md=__doc__,
     )
