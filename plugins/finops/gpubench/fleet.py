@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
+from finops.exceptions import FinopsError
 from finops.gpubench.serving_cost import CostInputError, cents, to_decimal
 
 DAYS_PER_MONTH = Decimal(365) / Decimal(12)
 
 
-class FleetError(ValueError):
+class FleetError(FinopsError, ValueError):
     """No fleet can serve the traffic (bad traffic, no offer meeting the SLA, no on-demand base)."""
 
 
