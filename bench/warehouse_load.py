@@ -3,15 +3,20 @@
     .venv/bin/python bench/warehouse_load.py --rows 1000000 [--pg-dsn "host=127.0.0.1 user=postgres dbname=test"]
 
 Generates one billing period of N FOCUS rows (all columns, typed by finops.focus.schema),
-loads it into a fresh DuckDB file and a fresh PostgreSQL schema, then loads it AGAIN (a
+loads it into a fresh DuckDB file and fresh PostgreSQL schemas, then loads it AGAIN (a
 restatement: delete + insert of a populated partition), checks row count and BilledCost total,
-and prints rows/s and peak RSS. Not a test: figures vary with the machine.
+and prints rows/s and peak RSS. PostgreSQL runs twice side by side: the CSV COPY path
+(`copy_format="csv"`, the baseline) and the binary COPY path (the default), alternating
+`--repeat` times, with the client's and the server backend's CPU seconds (read from /proc when
+the server is local), which stay meaningful on a loaded machine where wall time does not.
+Not a test: figures vary with the machine.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -88,18 +93,33 @@ def _peak_rss_mb() -> float:
     return peak_rss_mb()
 
 
-def _run(label: str, wh, path: Path, rows: int, total: Decimal) -> None:
+def _server_cpu(pid: int | None) -> float:
+    """CPU seconds of a local PostgreSQL backend (0 when it is not on this machine)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _run(label: str, wh, path: Path, rows: int, total: Decimal, backend_pid: int | None = None) -> list[float]:
+    """First load + restatement; returns their wall seconds."""
     part = {"x_source": SOURCE, "x_billing_period": PERIOD}
+    walls = []
     for attempt in ("first load", "restatement"):
-        t0 = time.perf_counter()
+        s0, c0, t0 = _server_cpu(backend_pid), time.process_time(), time.perf_counter()
         n = wh.replace_partition("focus_costs", part, [path])
         dt = time.perf_counter() - t0
+        client, server = time.process_time() - c0, _server_cpu(backend_pid) - s0
         got_n, got_total = wh.query("SELECT count(*), sum(billed_cost) FROM focus_costs")[0]
         ok = n == rows and got_n == rows and Decimal(got_total) == total
-        print(f"{label:<11} {attempt:<12} rows={rows:>10,} time={dt:7.2f}s  rows/s={rows / dt:>12,.0f}  "
-              f"peak_rss={_peak_rss_mb():7.0f} MB  check={'ok' if ok else 'MISMATCH'}", flush=True)
+        cpu = f"  cpu client={client:6.2f}s server={server:6.2f}s" if backend_pid else ""
+        print(f"{label:<18} {attempt:<12} rows={rows:>10,} time={dt:7.2f}s  rows/s={rows / dt:>10,.0f}{cpu}  "
+              f"peak_rss={_peak_rss_mb():6.0f} MB  check={'ok' if ok else 'MISMATCH'}", flush=True)
         if not ok:
             sys.exit(f"{label}: loaded {n}/{got_n} rows, total {got_total} != {total}")
+        walls.append(dt)
+    return walls
 
 
 def main() -> None:
@@ -107,6 +127,8 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=500_000)
     ap.add_argument("--pg-dsn", default="host=127.0.0.1 port=5432 user=postgres dbname=test")
     ap.add_argument("--skip-postgres", action="store_true")
+    ap.add_argument("--skip-duckdb", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="PostgreSQL csv/binary rounds, alternated")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="wh-bench-") as tmp:
@@ -117,23 +139,31 @@ def main() -> None:
         print(f"generated {args.rows:,} FOCUS rows ({len(COLUMNS)} columns, {path.stat().st_size / 1e6:.1f} MB "
               f"parquet) in {time.perf_counter() - t0:.1f}s", flush=True)
 
-        from finops.warehouse.duckdb_wh import DuckDBWarehouse
+        if not args.skip_duckdb:
+            from finops.warehouse.duckdb_wh import DuckDBWarehouse
 
-        with DuckDBWarehouse(Path(tmp) / "bench.duckdb") as dwh:
-            dwh.migrate()
-            _run("duckdb", dwh, path, args.rows, total)
+            with DuckDBWarehouse(Path(tmp) / "bench.duckdb") as dwh:
+                dwh.migrate()
+                _run("duckdb", dwh, path, args.rows, total)
 
         if not args.skip_postgres:
             from finops.warehouse.postgres_wh import PostgresWarehouse
 
-            schema = f"bench_{uuid.uuid4().hex[:10]}"
-            pwh = PostgresWarehouse.from_dsn(args.pg_dsn, schema=schema)
-            try:
-                pwh.migrate()
-                _run("postgresql", pwh, path, args.rows, total)
-            finally:
-                pwh.execute(f'DROP SCHEMA "{schema}" CASCADE')
-                pwh.close()
+            walls: dict[str, list[float]] = {"csv": [], "binary": []}
+            for _ in range(args.repeat):
+                for fmt in ("csv", "binary"):
+                    schema = f"bench_{uuid.uuid4().hex[:10]}"
+                    pwh = PostgresWarehouse.from_dsn(args.pg_dsn, schema=schema, copy_format=fmt)
+                    try:
+                        pwh.migrate()
+                        pid = pwh.query("SELECT pg_backend_pid()")[0][0]
+                        walls[fmt] += _run(f"postgresql {fmt}", pwh, path, args.rows, total, pid)
+                    finally:
+                        pwh.execute(f'DROP SCHEMA "{schema}" CASCADE')
+                        pwh.close()
+            ratio = sum(walls["csv"]) / sum(walls["binary"])
+            print(f"postgresql binary vs csv: {ratio:.2f}x faster (wall, all loads; load avg "
+                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
 
 
 if __name__ == "__main__":

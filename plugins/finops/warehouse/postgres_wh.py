@@ -7,8 +7,10 @@ at it), which also lets tests isolate themselves in a throw-away schema.
 
 The connection runs in autocommit mode; every multi-statement operation opens an explicit
 transaction, so a failure anywhere rolls the whole operation back. Bulk data moves with
-`COPY ... FROM STDIN` fed batch by batch from pyarrow (see arrow_copy), so memory stays
-bounded by one batch whatever the file size.
+`COPY ... FROM STDIN` fed batch by batch from pyarrow, so memory stays bounded by one batch
+whatever the file size: in binary format (pg_binary: the server skips parsing every value from
+text, about 2x less server time) whenever every column has an exact binary encoding, else as
+CSV (arrow_copy). `copy_format="csv"` forces the CSV path.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg.copy import QueuedLibpqWriter
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 from psycopg.types.string import TextLoader
 
 from finops.progress import Progress
-from finops.warehouse import arrow_copy, pg_arrow
+from finops.warehouse import arrow_copy, pg_arrow, pg_binary
 from finops.warehouse.base import LOAD_LOG_COLUMNS, DataRefused, LoadLogEntry, WarehouseError
 from finops.warehouse.migrations import all_migrations
 from finops.warehouse.qmark import translate
@@ -64,15 +67,25 @@ def _adapt(value: Any) -> Any:
 class PostgresWarehouse:
     dialect = "postgres"
 
-    def __init__(self, conn: psycopg.Connection, schema: str = "finops", *, owns_connection: bool = True):
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        schema: str = "finops",
+        *,
+        owns_connection: bool = True,
+        copy_format: str = "binary",
+    ):
         if not isinstance(conn, psycopg.Connection):
             raise WarehouseError(
                 f"PostgresWarehouse needs a psycopg 3 connection, got {type(conn).__module__}.{type(conn).__name__}"
             )
         if not _SCHEMA_RE.match(schema):
             raise WarehouseError(f"warehouse schema must be a lower-case identifier, got {schema!r}")
+        if copy_format not in ("binary", "csv"):
+            raise WarehouseError(f"copy_format must be 'binary' or 'csv', got {copy_format!r}")
         self.conn = conn
         self.schema = schema
+        self.copy_format = copy_format
         self._owns = owns_connection
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.rollback()
@@ -93,9 +106,11 @@ class PostgresWarehouse:
 
     # -- construction ----------------------------------------------------------------
     @classmethod
-    def from_dsn(cls, dsn: str, schema: str = "finops", **connect_kwargs: Any) -> PostgresWarehouse:
+    def from_dsn(
+        cls, dsn: str, schema: str = "finops", *, copy_format: str = "binary", **connect_kwargs: Any
+    ) -> PostgresWarehouse:
         """Open from a libpq DSN / URI (tests, scripts)."""
-        return cls(psycopg.connect(dsn, **connect_kwargs), schema=schema)
+        return cls(psycopg.connect(dsn, **connect_kwargs), schema=schema, copy_format=copy_format)
 
     @classmethod
     def from_conn_id(cls, conn_id: str, schema: str = "finops") -> PostgresWarehouse:
@@ -228,23 +243,44 @@ class PostgresWarehouse:
         self,
         cur: psycopg.Cursor,
         table: str,
-        columns: Sequence[str],
+        schema: pa.Schema,
         batches: Iterable[pa.RecordBatch],
         progress: Progress | None = None,
+        what: str = "arrow data",
     ) -> int:
-        """Stream record batches into `table` with one COPY; returns rows sent."""
-        cols = ", ".join(_ident(c) for c in columns)
+        """Stream record batches into `table` with one COPY (binary where every column has an
+        exact binary encoding, else CSV); returns rows sent. Checks the columns exist first."""
+        types = self._column_types(table)
+        self._check_columns(table, schema.names, what, have=types)
+        plan = pg_binary.plan(schema, types) if self.copy_format == "binary" else None
+        if plan is not None:
+            fmt, chunks = "binary", plan.chunks(batches)
+        else:
+            fmt, chunks = "csv", arrow_copy.csv_chunks(batches)
+        cols = ", ".join(_ident(c) for c in schema.names)
         rows = 0
-        with cur.copy(f"COPY {_ident(table)} ({cols}) FROM STDIN (FORMAT csv)") as cp:
-            for n, payload in arrow_copy.csv_chunks(batches):
+        # The queued writer sends from a worker thread, so encoding the next batch overlaps
+        # waiting on the server (the encoders and libpq's waits release the GIL).
+        with cur.copy(f"COPY {_ident(table)} ({cols}) FROM STDIN (FORMAT {fmt})", writer=QueuedLibpqWriter(cur)) as cp:
+            for n, payload in chunks:
                 cp.write(payload)
                 rows += n
-                if progress is not None:
+                if progress is not None and n:
                     progress.add(n)
         return rows
 
-    def _check_columns(self, table: str, columns: Sequence[str], what: str) -> None:
-        have = set(self.table_columns(table))
+    def _column_types(self, table: str) -> dict[str, str]:
+        """Column name -> pg_type.typname of `table` as the search path resolves it (our schema,
+        or this session's temp tables); {} if it does not exist."""
+        rows = self.query(
+            "SELECT a.attname, t.typname FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid "
+            "WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            [_ident(table)],
+        )
+        return {r[0]: r[1] for r in rows}
+
+    def _check_columns(self, table: str, columns: Sequence[str], what: str, have: dict[str, str] | None = None) -> None:
+        have = self._column_types(table) if have is None else have
         if not have:
             raise WarehouseError(f"table {table!r} does not exist in schema {self.schema!r}")
         extra = [c for c in columns if c not in have]
@@ -283,9 +319,8 @@ class PostgresWarehouse:
                 # file: the COPY phase's memory 786 -> 314 MB, 121 -> 112 s.
                 for path, pf in zip(parquet_files, files, strict=True):
                     current = Path(path)
-                    names = pf.schema_arrow.names
-                    self._check_columns(table, names, f"parquet file {current.name}")
-                    inserted += self._copy(cur, table, names, pf.iter_batches(batch_size=COPY_BATCH_ROWS), progress)
+                    batches = pf.iter_batches(batch_size=COPY_BATCH_ROWS)
+                    inserted += self._copy(cur, table, pf.schema_arrow, batches, progress, f"parquet file {current.name}")
                 current = None
                 if log is not None:
                     log.row_count = inserted
@@ -311,7 +346,7 @@ class PostgresWarehouse:
         cur.execute(
             f"CREATE TEMP TABLE {_ident(tmp)} ON COMMIT DROP AS SELECT {cols} FROM {_ident(table)} WITH NO DATA"
         )
-        self._copy(cur, tmp, data.column_names, arrow_copy.table_batches(data, COPY_BATCH_ROWS))
+        self._copy(cur, tmp, data.schema, arrow_copy.table_batches(data, COPY_BATCH_ROWS))
         return tmp
 
     def insert_arrow(self, table: str, data: pa.Table, dedup_keys: Sequence[str] | None = None) -> int:
@@ -320,8 +355,7 @@ class PostgresWarehouse:
         cols = ", ".join(_ident(c) for c in data.column_names)
         with self.conn.transaction(), self.conn.cursor() as cur:
             if not dedup_keys:
-                self._check_columns(table, data.column_names, "arrow data")
-                return self._copy(cur, table, data.column_names, arrow_copy.table_batches(data, COPY_BATCH_ROWS))
+                return self._copy(cur, table, data.schema, arrow_copy.table_batches(data, COPY_BATCH_ROWS))
             # Writers of the same table queue here, so "skip if the key exists" holds under concurrency.
             cur.execute(f"LOCK TABLE {_ident(table)} IN SHARE ROW EXCLUSIVE MODE")
             tmp = self._stage(cur, table, data)
