@@ -12,8 +12,9 @@ finops.yaml, per billing DAG (provider):
 "HH:MM" needs a daily cron schedule ("M H * * *"): the deadline is that time on the day the run
 was scheduled for (the next day when it is earlier than the scheduled time). The reference is
 the run's logical date, which for a scheduled run is its scheduled time; a manual run without a
-logical date gets no deadline (Airflow skips it). The deadline is met when the run ends:
-Airflow drops a run's deadlines once it succeeds or fails (a failure alerts on its own).
+logical date gets no deadline (Airflow skips it). Airflow drops a run's deadline when the run
+succeeds; a run that failed has not landed either, so its deadline still fires (after the
+task-failure alert).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def deadline_event(provider: str, due: str, context: Mapping[str, Any] | None) -
         kind="billing_deadline_missed",
         title=f"Billing load for {provider} has not landed by {due}",
         severity="warning",
-        summary=f"{dag_id} run {run_id} is still {facts['run state']} past its deadline; "
+        summary=f"{dag_id} run {run_id} ({facts['run state']}) had not succeeded by its deadline; "
         "cost views, anomalies and budgets for this day use the data loaded before it.",
         facts=facts,
         dedup_key=f"billing_deadline_missed:{dag_id}:{run_id}",
