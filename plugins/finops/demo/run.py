@@ -258,20 +258,80 @@ def seed_lambda(state: Any, periods: list[str]) -> dict[str, Decimal]:
     return expected
 
 
-def run_dag(dag_id: str, conf: dict, log_file: Path) -> str:
-    """Run one DAG through Airflow's own `dag.test()` (real task runner, SQLite metadata) in a
-    subprocess whose output goes to `log_file`, without retries (the demo fails fast). Returns
-    the final state."""
-    with log_file.open("a") as fh:
-        proc = subprocess.run(
-            [sys.executable, "-m", "finops.demo.dagtest", dag_id, json.dumps(conf), "--no-retries"],
-            stdout=fh, stderr=subprocess.STDOUT, env=os.environ.copy(), check=False,
+class DagRunner:
+    """One `finops.demo.dagtest --serve` process for every DAG of a demo run, its output in
+    `log_file`: the first dag.test() of a process pays for Airflow's in-process execution API,
+    later ones reuse it (finops.demo.dagtest). A run whose server died starts a fresh one."""
+
+    def __init__(self, log_file: Path) -> None:
+        self.log_file = log_file
+        self.proc: subprocess.Popen[str] | None = None
+        self.results: Any = None
+        self.log: Any = None
+
+    def _start(self) -> None:
+        self.close()
+        r, w = os.pipe()
+        self.log = self.log_file.open("a")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "finops.demo.dagtest", "--serve", str(w)],
+            stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT, env=os.environ.copy(),
+            pass_fds=(w,), text=True,
         )
-    text = log_file.read_text()
-    marker = f"FINOPS_DAGTEST {dag_id} state="
-    if marker in text:
-        return text.rsplit(marker, 1)[1].split()[0]
-    return f"failed (exit {proc.returncode}; see {log_file})"
+        os.close(w)
+        self.results = os.fdopen(r, "r")
+
+    def run(self, dag_id: str, conf: dict) -> str:
+        """The final state of one run, without retries (the demo fails fast)."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        request = {"dag_id": dag_id, "conf": conf, "env": dict(os.environ), "no_retries": True}
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.results.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            rc = self.proc.wait()
+            self.close()
+            return f"failed (exit {rc}; see {self.log_file})"
+        return str(json.loads(line)["state"])
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        for f in (self.results, self.log):
+            if f is not None:
+                f.close()
+        self.results = self.log = None
+
+
+_RUNNERS: dict[Path, DagRunner] = {}
+
+
+def run_dag(dag_id: str, conf: dict, log_file: Path) -> str:
+    """Run one DAG through Airflow's own `dag.test()` (real task runner, SQLite metadata) in the
+    demo's dag.test server, whose output goes to `log_file`, without retries. Returns the final
+    state."""
+    runner = _RUNNERS.get(log_file)
+    if runner is None:
+        runner = _RUNNERS[log_file] = DagRunner(log_file)
+    return runner.run(dag_id, conf)
+
+
+def close_dag_runners() -> None:
+    while _RUNNERS:
+        _RUNNERS.popitem()[1].close()
 
 
 def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None = None) -> tuple[str, list[str]]:
@@ -467,6 +527,7 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
         _print_stage(n, res)
 
     with contextlib.ExitStack() as stack:
+        stack.callback(close_dag_runners)
         slack = stack.enter_context(slack_webhook(SLACK_CONN))
         inbox = stack.enter_context(smtp_server(SMTP_CONN))
         apis = stack.enter_context(price_apis(GCP_PRICES_CONN))
