@@ -15,7 +15,7 @@ latest delivery winning."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -285,3 +285,16 @@ def record_from_cur_files(wh: Any, provider: str, files: Sequence[Path]) -> int 
             "commitment end dates not read from this delivery; the calendar keeps the previous ones"
         )
         return None
+
+
+def then_record_end_dates(
+    then: Callable[[list[Path] | None], Any],
+    wh: Any,
+    provider: str,
+    files: Sequence[Path],
+    staged: list[Path] | None,
+) -> None:
+    """An ingest `after_load` hook: run `then` (the UI rollups), then record the delivery's
+    commitment end dates (`record_from_cur_files`)."""
+    then(staged)
+    record_from_cur_files(wh, provider, files)

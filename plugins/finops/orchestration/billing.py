@@ -71,7 +71,7 @@ def _record_refused_delivery(cfg: FinOpsConfig, item: dict, error: Exception, ru
 def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = None) -> dict:
     """Extract -> FOCUS -> validate -> replace one (source, period). Returns a JSON-able summary."""
     from finops import ingest
-    from finops.commitments.inventory import record_from_cur_files
+    from finops.commitments.inventory import then_record_end_dates
     from finops.sources import registry
     from finops.warehouse import connect
 
@@ -98,9 +98,8 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
         try:
             rollups = partial(refresh_rollups, wh, batch.source, batch.billing_period)
             # commitment end dates ride in the raw CUR only (finops.commitments.inventory)
-            ends = partial(record_from_cur_files, wh, batch.provider, batch.files)
-            entry = ingest.load_batch(wh, batch, converter, run_id=run_id,
-                                      after_load=lambda staged, r=rollups, e=ends: (r(staged), e()))
+            after = partial(then_record_end_dates, rollups, wh, batch.provider, batch.files)
+            entry = ingest.load_batch(wh, batch, converter, run_id=run_id, after_load=after)
         finally:
             wh.close()
         results.append(
