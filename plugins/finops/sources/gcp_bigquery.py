@@ -154,8 +154,12 @@ def plan_batches(src: GcpSource, billing_period: str, *, record: bool = True) ->
     digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:16]
     out = subdir("raw") / "gcp" / src.name / billing_period / f"{digest}.parquet"
     progress = Progress(f"{src.name} {billing_period}: BigQuery extract", total=n)
-    rows = _stream_to_parquet(client, select, params, src.location, out, progress,
-                              bqstorage=bqstorage_client(src.conn_id))
+    bqstorage = bqstorage_client(src.conn_id)
+    try:
+        rows = _stream_to_parquet(client, select, params, src.location, out, progress, bqstorage=bqstorage)
+    finally:
+        if bqstorage is not None:
+            bqstorage.transport.close()  # its gRPC channel; one client per extract
     log.info(
         "%s %s: extracted %d rows (probe %d, max export %s) -> %s", src.name, billing_period, rows, n, mx, out
     )
