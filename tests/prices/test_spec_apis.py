@@ -29,7 +29,9 @@ NEW_TYPES = {
     ("gcp", "a3-ultragpu-8g"),
     ("gcp", "a4-highgpu-8g"),
     ("azure", "Standard_ND96is_MI300X_v5"),
+    ("azure", "Standard_ND96isr_MI300X_v5"),
     ("azure", "Standard_NV6ads_A10_v5"),
+    ("azure", "Standard_NG8ads_V620_v1"),
 }
 DRIFT = {("gcp", "g4-standard-48"), ("azure", "Standard_ND96isr_B300_v7")}
 
@@ -55,7 +57,8 @@ def _recorded_gpu_types() -> set[tuple[str, str]]:
     for page in json.loads((PRICES_SPECS_DATA / "azure_resource_skus.json").read_text()):
         for s in page["value"]:
             caps = {c["name"]: c["value"] for c in s["capabilities"]}
-            if s["resourceType"] == "virtualMachines" and ("GPUs" in caps or "MI300X" in s["name"]):
+            gpu_family = any(f in (s.get("family") or "") for f in ("MI300X", "V620"))  # no `GPUs` listed
+            if s["resourceType"] == "virtualMachines" and ("GPUs" in caps or gpu_family):
                 out.add(("azure", s["name"]))
     return out
 
@@ -97,15 +100,22 @@ def test_azure_resource_skus_give_specs_fractions_and_restrictions(prices_specs)
         prices_specs.base,
         PRICES_AZURE_SUBSCRIPTION,
         "eastus",
-        ["Standard_NC", "Standard_ND", "Standard_NV"],
+        ["Standard_NC", "Standard_ND", "Standard_NG", "Standard_NV"],
     )
     cat = {e.instance_type: e for e in entries}
     assert "Standard_D4s_v5" not in cat  # not a GPU prefix, and no GPU
     nv6, nv12, nv36 = (cat[f"Standard_NV{n}ads_A10_v5"] for n in (6, 12, 36))
     assert (nv6.gpu_model, nv6.gpu_count, nv6.gpu_divisor, nv6.gpu_memory_gib) == ("A10", 1, 6, 24.0)
     assert (nv12.gpu_divisor, nv36.gpu_divisor) == (3, 1)
+    # the 880 GB sizes: a whole A10 (NV36adms) and two (NV72ads), never a slice
+    nv36m, nv72 = cat["Standard_NV36adms_A10_v5"], cat["Standard_NV72ads_A10_v5"]
+    assert (nv36m.gpu_count, nv36m.gpu_divisor, nv72.gpu_count, nv72.gpu_divisor) == (1, 1, 2, 1)
     mi = cat["Standard_ND96is_MI300X_v5"]  # the SKU has no GPUs capability: the count is the table's
     assert (mi.gpu_model, mi.gpu_count, mi.gpu_memory_gib, mi.source) == ("MI300X", 8, 192.0, "api+static")
+    mir = cat["Standard_ND96isr_MI300X_v5"]  # the documented size says GPUs 8 itself
+    assert (mir.gpu_model, mir.gpu_count, mir.vcpus, mir.memory_gib) == ("MI300X", 8, 96, 1850.0)
+    ng8 = cat["Standard_NG8ads_V620_v1"]  # no GPUs capability, and a quarter of one V620
+    assert (ng8.gpu_model, ng8.gpu_count, ng8.gpu_divisor, ng8.gpu_memory_gib) == ("V620", 1, 4, 32.0)
     assert cat["Standard_NC24ads_A100_v4"].source == "api+static"  # no Azure API says GPU memory
     assert cat["Standard_ND96isr_B300_v7"].is_drift
     restricted = {(o.instance_type, o.zone): o.restriction for o in offers if o.restriction}

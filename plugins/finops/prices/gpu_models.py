@@ -270,11 +270,17 @@ AZURE_FAMILY_GPU: dict[str, str] = {
 
 
 # Sizes whose Resource SKUs entry carries no `GPUs` capability although the family is a GPU
-# family: the count comes from Azure's size documentation.
+# family: the count comes from Azure's size documentation (the NGads V620 sizes are listed
+# without one too: 1 here, the slice comes from azure_gpu_divisor). Standard_ND96isr_MI300X_v5,
+# the documented MI300X size, does say `GPUs: 8`.
 AZURE_MISSING_GPU_COUNT: dict[str, int] = {
     "standard_nd96is_mi300x_v5": 8,
     "standard_nd128isr_ndr_gb200_v6": 4,
     "standard_nd128isr_gb300_v6": 4,
+    "standard_ng8ads_v620_v1": 1,
+    "standard_ng16ads_v620_v1": 1,
+    "standard_ng32ads_v620_v1": 1,
+    "standard_ng32adms_v620_v1": 1,
 }
 
 
