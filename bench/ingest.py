@@ -54,7 +54,7 @@ def _map_only(path: str, q: mp.Queue) -> None:
     nothing validated or stored. The ceiling for any load that maps with this SQL."""
     import duckdb
 
-    from finops.focus.aws_cur import Cur2Converter
+    from finops.focus.aws_cur_mapping import Cur2Converter
     from finops.ingest import ConvertContext, RawBatch, focus_select
 
     con = duckdb.connect(config={"memory_limit": "1GB"})
@@ -72,7 +72,7 @@ def _spine(path: str, home: str, direct: bool, q: mp.Queue) -> None:
     import great_expectations  # noqa: F401 - a one-off per task process, reported on its own line
 
     gx_import = time.perf_counter() - t
-    from finops.focus.aws_cur import Cur2Converter
+    from finops.focus.aws_cur_mapping import Cur2Converter
     from finops.ingest import RawBatch, load_batch
     from finops.paths import warehouse_path
     from finops.warehouse.duckdb_wh import DuckDBWarehouse
@@ -103,7 +103,7 @@ def _extract_load(endpoint: str, home: str, q: mp.Queue) -> None:
     import great_expectations  # noqa: F401 - outside the timing, as in _spine
 
     from finops.config import AwsSource
-    from finops.focus.aws_cur import Cur2Converter
+    from finops.focus.aws_cur_mapping import Cur2Converter
     from finops.ingest import load_batch
     from finops.paths import warehouse_path
     from finops.sources.aws_cur import fetch_batch, s3_client

@@ -1,6 +1,6 @@
 """The straightforward pandas version of our AWS CUR 2.0 -> FOCUS 1.2 mapping (benchmark foil).
 
-Why this exists: bench/ingest.py compares the spine (DuckDB SQL in finops.focus.aws_cur,
+Why this exists: bench/ingest.py compares the spine (DuckDB SQL in finops.focus.aws_cur_mapping,
 streamed raw parquet -> staging parquet) with "a pandas implementation of the same mapping".
 That comparison is only honest if pandas does the SAME work: all 65 FOCUS columns, the same
 CASE rules, the two-row split of commitment fee lines, unit normalisation, service lookup and
@@ -11,7 +11,7 @@ Written the way a competent pandas user would: load the whole file into memory, 
 numpy.select / np.where / Series.map / .str accessors, and tags through json.dumps per row
 (the obvious approach; pandas has no vectorised map -> JSON). Its logic is independent: it
 uses neither our SQL nor DuckDB. It shares only lookup data with the spine (service and
-line-item-type tables from finops.focus.aws_cur, `normalize_unit` from finops.focus.units, the
+line-item-type tables from finops.focus.aws_cur_mapping, `normalize_unit` from finops.focus.units, the
 Python twin of the SQL unit rule), so there is one copy of each table in the repo.
 
 Money is float64, not exact decimals: that is what a straightforward pandas path uses
@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 
 # Lookup DATA shared with the spine (one copy of each table in the repo); the mapping LOGIC below
 # is this module's own. COMMITMENT_FEES -> a Purchase row + an Unused usage row.
-from finops.focus.aws_cur import COMMITMENT_FEES, RI_TYPES, SERVICE_CLASSES, SERVICE_NAMES, SP_TYPES
+from finops.focus.aws_cur_mapping import COMMITMENT_FEES, RI_TYPES, SERVICE_CLASSES, SERVICE_NAMES, SP_TYPES
 from finops.focus.units import normalize_unit
 
 # --------------------------------------------------------------------------- lookup tables

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from finops.export import export_focus
-from tests.warehouse.focus_rows import focus_row, write_focus
+from tests.fixtures.focus_rows import focus_row, write_focus
 
 PART = {"x_source": "s", "x_billing_period": "2024-05"}
 # 10-decimal CUR amounts with 16-17 significant digits: a float keeps only ~15-17

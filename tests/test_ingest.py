@@ -14,7 +14,7 @@ import pytest
 from finops.demo.cur_generator import GenSpec, expected_totals
 from finops.ingest import RawBatch, load_batch, make_load_id
 from finops.sources import aws_cur
-from tests.focus.test_aws_cur import cur_row, write_cur
+from tests.fixtures.cur_rows import cur_row, write_cur
 
 CENT = D("0.01")
 

@@ -20,7 +20,7 @@ from finops.ingest import RawBatch, _engine, load_batch
 from finops.sources import aws_cur
 from finops.warehouse.base import WarehouseError
 from finops.warehouse.duckdb_wh import DuckDBWarehouse
-from tests.focus.test_aws_cur import cur_row, write_cur
+from tests.fixtures.cur_rows import cur_row, write_cur
 
 CUR2 = aws_cur.converter_for("cur2")
 
@@ -155,7 +155,7 @@ def test_thread_cap_defaults(tmp_path, monkeypatch):
 def test_a_mixed_currency_delivery_reconciles_and_logs_each_currency(duckdb_wh, tmp_path):
     """Two currencies in one delivery: each reconciles on its own, and load_log keeps both totals
     (the scalar totals add EUR to USD, so they alone say nothing about either)."""
-    from tests.focus.test_aws_cur import cur_row, write_cur
+    from tests.fixtures.cur_rows import cur_row, write_cur
 
     rows = [
         cur_row(line_item_unblended_cost=10.25, line_item_currency_code="USD"),

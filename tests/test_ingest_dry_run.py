@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from finops.focus.aws_cur import Cur2Converter
+from finops.focus.aws_cur_mapping import Cur2Converter
 from finops.ingest import RawBatch, load_batch
 from finops.orchestration.billing import dry_run_batch
 from finops.paths import warehouse_path

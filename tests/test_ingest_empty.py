@@ -13,7 +13,7 @@ import pytest
 
 from finops.ingest import RawBatch, load_batch
 from finops.sources import aws_cur
-from tests.focus.test_aws_cur import cur_row, write_cur
+from tests.fixtures.cur_rows import cur_row, write_cur
 
 CUR2 = aws_cur.converter_for("cur2")
 PERIOD = "2025-03"

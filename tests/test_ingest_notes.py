@@ -12,7 +12,7 @@ from decimal import Decimal as D
 
 import pytest
 
-from finops.focus.aws_cur import Cur2Converter
+from finops.focus.aws_cur_mapping import Cur2Converter
 from finops.focus.azure_focus import AzureFocusConverter
 from finops.ingest import RawBatch, load_batch
 from tests.fixtures.billing_batches import azure_focus_csv, cur2_parquet

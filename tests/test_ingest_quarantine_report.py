@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from finops.focus.aws_cur import Cur2Converter, CurLegacyConverter
+from finops.focus.aws_cur_mapping import Cur2Converter, CurLegacyConverter
 from finops.ingest import RawBatch, load_batch
 from tests.fixtures.billing_batches import cur2_parquet
 

@@ -9,7 +9,7 @@ import pytest
 
 from finops.alerts.events import AlertEvent
 from finops.alerts.slack import build_message, escape, send_slack
-from tests.alerts.hostile import HOSTILE
+from tests.fixtures.hostile import HOSTILE
 
 
 def _event(text: str) -> AlertEvent:

@@ -11,9 +11,9 @@ from finops.alerts.task_failure import failure_event, task_failed
 def test_every_task_of_every_dag_alerts_on_failure():
     from airflow.models import DagBag
 
-    from tests.dags.test_integrity import REPO
+    from finops.paths import REPO_ROOT
 
-    bag = DagBag(dag_folder=str(REPO / "dags"))
+    bag = DagBag(dag_folder=str(REPO_ROOT / "dags"))
     assert not bag.import_errors and len(bag.dags) >= 14
     missing = [f"{d.dag_id}.{t.task_id}" for d in bag.dags.values() for t in d.tasks
                if task_failed not in (t.on_failure_callback if isinstance(t.on_failure_callback, list)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.allocation.focus_data import focus_row, insert_focus
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ from finops.allocation.report import build_reports, email_reports, save_reports
 from finops.allocation.rules import parse_rules
 from finops.allocation.store import run_showback
 from finops.config import AlertRoute, AlertsConfig
-from tests.allocation.focus_data import focus_row, insert_focus
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 
 def test_team_reports_saved_and_emailed(duckdb_wh, finops_home, alert_smtp):

@@ -9,7 +9,7 @@ import pytest
 
 from finops.allocation.rules import parse_rules
 from finops.allocation.store import ConservationError, check_conservation, run_showback
-from tests.allocation.focus_data import focus_row, insert_focus
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 RULES = {
     "teams": [{"name": "ml", "cost_centre": "CC-1"}, {"name": "data", "cost_centre": "CC-2"}],

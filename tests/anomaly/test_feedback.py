@@ -17,7 +17,7 @@ from finops.anomaly.settings import parse_settings
 from finops.anomaly.state import Anomaly
 from finops.anomaly.store import run_anomalies
 from finops.config import AlertRoute, AlertsConfig
-from tests.allocation.focus_data import focus_row, insert_focus
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 START = date(2026, 7, 1)
 DAYS = 100

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.bench.scripts import bench_script
+from tests.fixtures.bench_scripts import bench_script
 
 regimes = bench_script("anomaly_regimes")
 scoring = bench_script("anomaly_score")

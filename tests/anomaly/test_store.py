@@ -4,10 +4,8 @@ once. A second run over the same (or one more day of) data updates, never re-ale
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal as D
-
-import numpy as np
 
 from finops.alerts.dedup import AlertLedger
 from finops.alerts.events import AlertEvent, emit
@@ -15,27 +13,8 @@ from finops.alerts.routing import register_configured_sinks, routes_for
 from finops.anomaly.settings import Monitor, parse_settings
 from finops.anomaly.store import run_anomalies
 from finops.config import AlertRoute, AlertsConfig
-from tests.allocation.focus_data import focus_row, insert_focus
-
-START = date(2026, 7, 1)
-DAYS = 100
-
-
-def _seed(wh, spike_day: int = DAYS - 1, extra_days: range = range(0)):
-    rng = np.random.default_rng(5)
-    rows = []
-    for i in [*range(DAYS), *extra_days]:
-        d = START + timedelta(days=i)
-        base = 800 * (0.5 if d.weekday() >= 5 else 1.0) * float(np.exp(rng.normal(0, 0.03)))
-        rows.append(focus_row(d.isoformat(), f"{base:.2f}", tags={"Team": "ml"}, x_usage_type="BoxUsage:m5.large",
-                              resource_id="i-steady"))
-        rows.append(focus_row(d.isoformat(), "40.00", tags={"team": "data"}, service_name="Amazon S3",
-                              service_category="Storage", x_usage_type="TimedStorage-ByteHrs"))
-        if i == spike_day:
-            rows.append(focus_row(d.isoformat(), "2400.00", tags={"user:team": "ml"},
-                                  x_usage_type="SpotUsage:p5.48xlarge", resource_id="i-<!channel>",
-                                  x_instance_type="p5.48xlarge"))
-    insert_focus(wh, rows)
+from tests.fixtures.anomaly_costs import DAYS, START, seed_costs
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 
 def test_routes_for_team_catch_all_and_default():
@@ -50,7 +29,7 @@ def test_routes_for_team_catch_all_and_default():
 
 def test_anomaly_alerts_once_across_runs(duckdb_wh, alert_slack, alert_smtp, alert_sinks):
     wh = duckdb_wh
-    _seed(wh)
+    seed_costs(wh)
     alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
     alerts = AlertsConfig(routes=[AlertRoute(team="*", slack_conn_id=alert_slack.conn_id,
                                              email_conn_id=alert_smtp.conn_id, email_to=["finops@example.com"])])
@@ -86,7 +65,7 @@ def test_anomaly_alerts_once_across_runs(duckdb_wh, alert_slack, alert_smtp, ale
 
 def test_failed_delivery_stays_pending_and_is_retried(duckdb_wh, alert_slack, alert_sinks):
     wh = duckdb_wh
-    _seed(wh)
+    seed_costs(wh)
     srv = alert_slack.server
     srv.expect_ordered_request(alert_slack.path, method="POST").respond_with_data("invalid_token", status=403)
     alerts = AlertsConfig(routes=[AlertRoute(team="*", slack_conn_id=alert_slack.conn_id)])
@@ -105,7 +84,7 @@ def test_team_and_tag_monitors(any_wh, alert_sinks):
     from finops.allocation.store import run_showback
 
     wh = any_wh
-    _seed(wh)
+    seed_costs(wh)
     for period in ("2026-07", "2026-08", "2026-09", "2026-10"):
         run_showback(wh, period, parse_rules({}))
     settings = parse_settings({"lookback_days": 90, "monitors": [{"type": "team"}, {"type": "tag", "tag_key": "team"}]})
@@ -126,7 +105,7 @@ def test_focus_costs_and_showback_halves_keep_to_their_own_anomalies(any_wh, ale
     from finops.allocation.store import run_showback
 
     wh = any_wh
-    _seed(wh)
+    seed_costs(wh)
     for period in ("2026-07", "2026-08", "2026-09", "2026-10"):
         run_showback(wh, period, parse_rules({}))
     settings = parse_settings({"lookback_days": 90, "monitors": [{"type": "service"}, {"type": "team"}]})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.anomaly.test_store import _seed
+from tests.fixtures.anomaly_costs import seed_costs
 
 
 def _setup(duckdb_wh, alert_slack, monkeypatch, tmp_path) -> None:
@@ -20,7 +20,7 @@ def _setup(duckdb_wh, alert_slack, monkeypatch, tmp_path) -> None:
         "  monitors: [{type: service, abs_floor: 100, pct: 0.5}]\n"
     )
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
-    _seed(duckdb_wh)
+    seed_costs(duckdb_wh)
     duckdb_wh.close()
     alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
 
@@ -72,7 +72,7 @@ def test_a_failed_detect_still_alerts_its_task_failure(airflow_db, duckdb_wh, fi
                    f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
                    "anomaly:\n  lookback_days: 90\n  monitors: [{type: service, abs_floor: 100, pct: 0.5}]\n")
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
-    _seed(duckdb_wh)
+    seed_costs(duckdb_wh)
     duckdb_wh.close()
     srv = alert_slack.server
     srv.expect_ordered_request(alert_slack.path, method="POST").respond_with_data("invalid_token", status=403)

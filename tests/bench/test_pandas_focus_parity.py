@@ -20,10 +20,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from finops.demo.cur_generator import CUR2_SCHEMA, GenSpec, write_cur2_period
-from finops.focus.aws_cur import Cur2Converter
+from finops.focus.aws_cur_mapping import Cur2Converter
 from finops.focus.schema import COLUMNS, Kind
 from finops.ingest import ConvertContext, RawBatch, convert_to_staging
-from tests.bench.scripts import bench_script
+from tests.fixtures.bench_scripts import bench_script
 
 NUMERIC = {c.snake for c in COLUMNS if c.kind in (Kind.MONEY, Kind.QUANTITY)}
 TIMESTAMPS = {c.snake for c in COLUMNS if c.kind == Kind.TIMESTAMP}

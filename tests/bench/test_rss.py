@@ -10,7 +10,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import resource
 
-from tests.bench.scripts import bench_script
+from tests.fixtures.bench_scripts import bench_script
 
 
 def _rss_module():

@@ -146,7 +146,7 @@ def test_dry_run_records_then_a_later_run_delivers(duckdb_wh, alert_slack, alert
 
 
 def test_account_budget_reads_focus_costs(duckdb_wh, alerts):
-    from tests.allocation.focus_data import focus_row, insert_focus
+    from tests.fixtures.focus_data import focus_row, insert_focus
 
     wh = duckdb_wh
     rows = [

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from finops.cli.main import main
-from tests.warehouse.focus_rows import focus_row, write_focus
+from tests.fixtures.focus_rows import focus_row, write_focus
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,37 +8,9 @@ import logging
 from decimal import Decimal
 
 import pytest
-import yaml
 
-from tests.log_lines import log_lines
-
-PREFIX = "exports/finops-export"
-
-
-@pytest.fixture
-def billing_config(tmp_path, monkeypatch, awsb_bucket):
-    def write(warehouse: dict | None = None):
-        cfg = {
-            "sources": {"aws": [{"name": "main-payer", "conn_id": "aws_default", "bucket": awsb_bucket.name,
-                                 "prefix": PREFIX, "format": "cur2"}]},
-            "warehouse": warehouse or {},
-        }
-        path = tmp_path / "finops.yaml"
-        path.write_text(yaml.safe_dump(cfg))
-        monkeypatch.setenv("FINOPS_CONFIG", str(path))
-        return path
-
-    return write
-
-
-def _dag():
-    from airflow.dag_processing.dagbag import DagBag
-
-    from finops.paths import REPO_ROOT
-
-    bag = DagBag(dag_folder=str(REPO_ROOT / "dags" / "finops_billing_aws.py"))
-    assert not bag.import_errors, bag.import_errors
-    return bag.get_dag("finops_billing_aws")
+from tests.fixtures.aws_billing import AWSB_PREFIX, billing_aws_dag
+from tests.fixtures.log_lines import log_lines
 
 
 def _snapshot(wh) -> tuple:
@@ -53,7 +25,7 @@ def _snapshot(wh) -> tuple:
 
 
 def _run(conf: dict) -> str:
-    dr = _dag().test(run_conf=conf)
+    dr = billing_aws_dag().test(run_conf=conf)
     return str(dr.state)
 
 
@@ -84,8 +56,8 @@ def _check_rollups(wh) -> None:
 def _e2e(wh_factory, awsb_deliver):
     from finops.demo.cur_generator import GenSpec
 
-    d9 = awsb_deliver(GenSpec(period="2026-09", rows=1500, seed=1), prefix=PREFIX)
-    d10 = awsb_deliver(GenSpec(period="2026-10", rows=1500, seed=2), prefix=PREFIX)
+    d9 = awsb_deliver(GenSpec(period="2026-09", rows=1500, seed=1), prefix=AWSB_PREFIX)
+    d10 = awsb_deliver(GenSpec(period="2026-10", rows=1500, seed=2), prefix=AWSB_PREFIX)
     assert _run({"billing_period": "2026-09,2026-10", "source": "all"}) == "success"
     wh = wh_factory()
     _check_loaded(wh, [d9, d10])
@@ -99,7 +71,7 @@ def _e2e(wh_factory, awsb_deliver):
     wh.close()
 
     # Restatement: a newer delivery for 2026-10 replaces it; 2026-09 stays as it was.
-    r10 = awsb_deliver(GenSpec(period="2026-10", rows=1200, seed=2, restatement=1), prefix=PREFIX)
+    r10 = awsb_deliver(GenSpec(period="2026-10", rows=1200, seed=2, restatement=1), prefix=AWSB_PREFIX)
     assert _run({"billing_period": "2026-10", "source": "main-payer"}) == "success"
     wh = wh_factory()
     _check_loaded(wh, [d9, r10])
@@ -146,7 +118,7 @@ def test_dry_run_writes_nothing(airflow_db, finops_home, billing_config, awsb_de
     from finops.demo.cur_generator import GenSpec
 
     billing_config()
-    awsb_deliver(GenSpec(period="2026-10", rows=500, seed=3), prefix=PREFIX)
+    awsb_deliver(GenSpec(period="2026-10", rows=500, seed=3), prefix=AWSB_PREFIX)
     assert _run({"billing_period": "2026-10", "dry_run": True}) == "success"
     from finops.paths import warehouse_path
     from finops.warehouse.duckdb_wh import DuckDBWarehouse
@@ -166,14 +138,14 @@ def test_load_partition_rebuilds_its_own_rollups(finops_home, billing_config, aw
     from finops.warehouse.duckdb_wh import DuckDBWarehouse
 
     billing_config()
-    awsb_deliver(GenSpec(period="2026-09", rows=600, seed=4), prefix=PREFIX)
+    awsb_deliver(GenSpec(period="2026-09", rows=600, seed=4), prefix=AWSB_PREFIX)
     item = {"provider": "aws", "source": "main-payer", "billing_period": "2026-09"}
     assert load_partition(item)["status"] == "loaded"
     with DuckDBWarehouse(warehouse_path()) as wh:
         _check_rollups(wh)
         wh.execute("DROP TABLE ui_cost_daily")  # the next refresh cannot run
 
-    awsb_deliver(GenSpec(period="2026-09", rows=500, seed=4, restatement=1), prefix=PREFIX)
+    awsb_deliver(GenSpec(period="2026-09", rows=500, seed=4, restatement=1), prefix=AWSB_PREFIX)
     with log_lines("finops.orchestration.billing", logging.ERROR) as errors:
         assert load_partition(item)["status"] == "loaded"
     assert errors == ["main-payer 2026-09: UI rollup refresh failed; publish_summary will retry it"]
@@ -193,7 +165,7 @@ def test_load_partition_on_postgres_sums_rollups_from_its_staging_file(finops_ho
     from finops.warehouse.postgres_wh import PostgresWarehouse
 
     billing_config({"conn_id": pg_conn_id.conn_id, "schema": pg_conn_id.schema})
-    awsb_deliver(GenSpec(period="2026-09", rows=600, seed=5), prefix=PREFIX)
+    awsb_deliver(GenSpec(period="2026-09", rows=600, seed=5), prefix=AWSB_PREFIX)
     with log_lines("finops.orchestration.billing") as lines:
         result = load_partition({"provider": "aws", "source": "main-payer", "billing_period": "2026-09"})
     assert result["status"] == "loaded"
@@ -218,7 +190,7 @@ def _focus_costs_events(dr) -> list[str]:
 def _truncate_first_file(awsb_bucket, delivery, n: int) -> None:
     """Replace the delivery's first data file in S3 by its first half (an unreadable parquet)."""
     data = (awsb_bucket.workdir / f"d{n}" / delivery.data_keys[0]).read_bytes()
-    awsb_bucket.put(f"{PREFIX}/{delivery.data_keys[0]}", data[: len(data) // 2])
+    awsb_bucket.put(f"{AWSB_PREFIX}/{delivery.data_keys[0]}", data[: len(data) // 2])
 
 
 def test_refused_delivery_is_recorded_and_alerted_and_the_month_kept(finops_home, billing_config, awsb_deliver,
@@ -235,10 +207,10 @@ def test_refused_delivery_is_recorded_and_alerted_and_the_month_kept(finops_home
 
     billing_config()
     item = {"provider": "aws", "source": "main-payer", "billing_period": "2026-09"}
-    first = awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=PREFIX)
+    first = awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=AWSB_PREFIX)
     assert load_partition(item)["status"] == "loaded"
-    broken = awsb_deliver(GenSpec(period="2026-09", rows=280, seed=1, restatement=1), prefix=PREFIX)
-    awsb_bucket.client.delete_object(Bucket=awsb_bucket.name, Key=f"{PREFIX}/{broken.data_keys[0]}")
+    broken = awsb_deliver(GenSpec(period="2026-09", rows=280, seed=1, restatement=1), prefix=AWSB_PREFIX)
+    awsb_bucket.client.delete_object(Bucket=awsb_bucket.name, Key=f"{AWSB_PREFIX}/{broken.data_keys[0]}")
     alerts: list = []
     register_sink(alerts.append)
     with pytest.raises(ManifestError, match="missing"):
@@ -263,11 +235,11 @@ def test_dry_run_announces_nothing(airflow_db, finops_home, billing_config, awsb
     from finops.demo.cur_generator import GenSpec
 
     billing_config()
-    awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=PREFIX)
-    dr = _dag().test(run_conf={"billing_period": "2026-10", "dry_run": True})
+    awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=AWSB_PREFIX)
+    dr = billing_aws_dag().test(run_conf={"billing_period": "2026-10", "dry_run": True})
     assert str(dr.state) == "success"
     assert _focus_costs_events(dr) == []
-    dr = _dag().test(run_conf={"billing_period": "2026-10"})  # the real load still announces
+    dr = billing_aws_dag().test(run_conf={"billing_period": "2026-10"})  # the real load still announces
     assert str(dr.state) == "success" and _focus_costs_events(dr) == ["finops://focus_costs/"]
 
 
@@ -277,9 +249,9 @@ def test_dry_run_of_a_bad_delivery_fails(airflow_db, finops_home, billing_config
     from finops.demo.cur_generator import GenSpec
 
     billing_config()
-    bad = awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=PREFIX)
+    bad = awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=AWSB_PREFIX)
     _truncate_first_file(awsb_bucket, bad, 1)
-    dr = _dag().test(run_conf={"billing_period": "2026-10", "dry_run": True})
+    dr = billing_aws_dag().test(run_conf={"billing_period": "2026-10", "dry_run": True})
     assert str(dr.state) == "failed"
     states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances()}
     assert states["load_partition"] == "failed" and states["check_loads"] == "failed"
@@ -294,10 +266,10 @@ def test_partitions_that_loaded_are_announced_when_another_fails(airflow_db, fin
     from finops.demo.cur_generator import GenSpec
 
     billing_config()
-    good = awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=PREFIX)
-    bad = awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=PREFIX)
+    good = awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=AWSB_PREFIX)
+    bad = awsb_deliver(GenSpec(period="2026-10", rows=300, seed=3), prefix=AWSB_PREFIX)
     _truncate_first_file(awsb_bucket, bad, 2)
-    dr = _dag().test(run_conf={"billing_period": "2026-09,2026-10"})
+    dr = billing_aws_dag().test(run_conf={"billing_period": "2026-09,2026-10"})
     assert str(dr.state) == "failed"
     assert _focus_costs_events(dr) == ["finops://focus_costs/"]
     states = {ti.task_id: str(ti.state) for ti in dr.get_task_instances() if ti.task_id != "load_partition"}

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.allocation.focus_data import focus_row, insert_focus
-from tests.anomaly.test_store import DAYS, START, _seed
+from tests.fixtures.anomaly_costs import DAYS, START, seed_costs
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 REPO = Path(__file__).resolve().parents[2]
 CHAIN = ("finops_showback", "finops_anomalies", "finops_anomalies_teams")
@@ -123,7 +123,7 @@ def spiked_load(duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch, t
                    "anomaly:\n  lookback_days: 90\n  monitors: [{type: service}, {type: team}]\n")
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
     alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
-    _seed(duckdb_wh, spike_day=-1)
+    seed_costs(duckdb_wh, spike_day=-1)
     for period in ("2026-07", "2026-08", "2026-09", "2026-10"):
         run_showback(duckdb_wh, period, parse_rules({}))
     insert_focus(duckdb_wh, [focus_row(SPIKE_DAY.isoformat(), "2400.00", tags={"team": "ml"},

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dags.test_billing_aws_dag import PREFIX, _dag, billing_config  # noqa: F401 - fixture
+from tests.fixtures.aws_billing import AWSB_PREFIX, billing_aws_dag
 
 REPO = Path(__file__).resolve().parents[2]
 # The DAGs of this area (showback / anomalies / monthly report are checked with their owners).
@@ -59,7 +59,7 @@ def test_every_task_has_a_timeout_shorter_than_the_schedule(dags):
 
 
 @pytest.mark.postgres
-def test_a_load_blocked_on_a_lock_ends(airflow_db, finops_home, billing_config, awsb_deliver, pg_conn_id):  # noqa: F811
+def test_a_load_blocked_on_a_lock_ends(airflow_db, finops_home, billing_config, awsb_deliver, pg_conn_id):
     """The real hang: another session holds the partition's advisory lock, so replace_partition
     waits in PostgreSQL. Airflow's timeout interrupts that wait and the run fails (its timeout cut
     to 20 s here; without one, dag.test() never returned)."""
@@ -67,8 +67,8 @@ def test_a_load_blocked_on_a_lock_ends(airflow_db, finops_home, billing_config, 
     from finops.warehouse.postgres_wh import PostgresWarehouse
 
     billing_config({"conn_id": pg_conn_id.conn_id, "schema": pg_conn_id.schema})
-    awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=PREFIX)
-    dag = _dag()
+    awsb_deliver(GenSpec(period="2026-09", rows=300, seed=1), prefix=AWSB_PREFIX)
+    dag = billing_aws_dag()
     assert dag.get_task("load_partition").execution_timeout is not None
     for t in dag.tasks:
         t.retries = 0

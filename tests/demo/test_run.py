@@ -7,7 +7,7 @@ import json
 from decimal import Decimal as D
 
 from finops.demo.run import summary
-from tests.allocation.focus_data import focus_row, insert_focus
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 
 def test_summary_names_every_total_that_does_not_match(any_wh, request, tmp_path, monkeypatch):

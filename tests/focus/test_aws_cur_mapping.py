@@ -13,61 +13,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from finops.demo.cur_generator import CUR2_SCHEMA
-from finops.focus.aws_cur import REQUIRED, Cur2Converter, CurLegacyConverter, legacy_to_snake
+from finops.focus.aws_cur_mapping import REQUIRED, Cur2Converter, CurLegacyConverter, legacy_to_snake
 from finops.focus.schema import snake_names
 from finops.ingest import ConversionError
-from tests.focus._convert import convert
+from tests.fixtures.cur_rows import START, cur_row, write_cur
+from tests.fixtures.focus_convert import convert
 
 SP = "arn:aws:savingsplans::111111111111:savingsplan/sp-1"
 RI = "arn:aws:ec2:us-east-1:111111111111:reserved-instances/ri-1"
-START, END = datetime(2025, 3, 1), datetime(2025, 4, 1)
-
-
-def cur_row(**kw: Any) -> dict[str, Any]:
-    row: dict[str, Any] = {f.name: None for f in CUR2_SCHEMA}
-    row.update(
-        bill_payer_account_id="111111111111",
-        bill_payer_account_name="payer",
-        bill_invoice_id="INV-1",
-        bill_billing_period_start_date=START,
-        bill_billing_period_end_date=END,
-        bill_bill_type="Anniversary",
-        bill_billing_entity="AWS",
-        bill_invoicing_entity="Amazon Web Services, Inc.",
-        line_item_usage_account_id="222222222222",
-        line_item_usage_account_name="ml",
-        line_item_usage_start_date=datetime(2025, 3, 2, 5),
-        line_item_usage_end_date=datetime(2025, 3, 2, 6),
-        line_item_product_code="AmazonEC2",
-        line_item_currency_code="USD",
-        line_item_line_item_type="Usage",
-        line_item_usage_type="USE1-BoxUsage:p5.48xlarge",
-        line_item_operation="RunInstances",
-        line_item_availability_zone="us-east-1a",
-        line_item_resource_id="i-0abc",
-        line_item_usage_amount=1.0,
-        product_region_code="us-east-1",
-        product_location="US East (N. Virginia)",
-        product_instance_type="p5.48xlarge",
-        product_sku="SKU1",
-        pricing_rate_code="SKU1.RATE",
-        pricing_unit="Hrs",
-        pricing_currency="USD",
-        resource_tags={},
-        product={},
-        cost_category={},
-    )
-    for k, v in kw.items():
-        assert k in row, k
-        row[k] = v
-    for k in ("resource_tags", "product", "cost_category"):
-        row[k] = list(row[k].items()) if isinstance(row[k], dict) else row[k]
-    return row
-
-
-def write_cur(path: Path, rows: list[dict[str, Any]]) -> Path:
-    pq.write_table(pa.Table.from_pylist(rows, schema=CUR2_SCHEMA), path)
-    return path
 
 
 def by_type(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -13,7 +13,7 @@ import pytest
 
 from finops.focus.aws_focus import AwsFocusConverter
 from finops.ingest import ConversionError
-from tests.focus._convert import convert
+from tests.fixtures.focus_convert import convert
 
 
 def _focus_rows() -> pa.Table:

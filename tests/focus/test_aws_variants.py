@@ -26,9 +26,9 @@ from finops.focus.aws_columns import (
     FOCUS_1_2_AWS_COLUMNS,
     SPLIT_PREFIX,
 )
-from finops.focus.aws_cur import REQUIRED, Cur2Converter, CurLegacyConverter
+from finops.focus.aws_cur_mapping import REQUIRED, Cur2Converter, CurLegacyConverter
 from finops.focus.aws_focus import AwsFocusConverter
-from tests.focus._convert import convert
+from tests.fixtures.focus_convert import convert
 
 START, END = datetime(2025, 3, 1), datetime(2025, 4, 1)
 MAPS = {"product", "resource_tags", "cost_category"}

@@ -11,7 +11,7 @@ from finops.demo import azure_generator as gen
 from finops.focus.azure_cost import ACTUAL, AMORTIZED, AzureCostConverter
 from finops.focus.azure_focus import CONVERTER as FOCUS
 from finops.ingest import ConversionError
-from tests.focus._convert import convert
+from tests.fixtures.focus_convert import convert
 
 CASES = [("ea", "actual", "USD"), ("ea", "amortized", "USD"), ("mca", "actual", "EUR"), ("mca", "amortized", "EUR")]
 

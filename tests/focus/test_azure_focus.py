@@ -14,7 +14,7 @@ import pytest
 from finops.focus.azure_focus import AzureFocusConverter
 from finops.focus.schema import SERVICE_SUBCATEGORIES
 from finops.ingest import RawBatch, load_batch
-from tests.focus._convert import convert
+from tests.fixtures.focus_convert import convert
 
 CENT = Decimal("0.01")
 DATA = Path(__file__).resolve().parents[1] / "data" / "azure"

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from finops.demo import azure_generator as gen
 from finops.focus.azure_cost import AMORTIZED
-from tests.focus._wh_load import load_twice
+from tests.fixtures.focus_load import load_twice
 
 
 def test_azure_into_warehouse(any_wh, tmp_path):

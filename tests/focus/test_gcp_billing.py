@@ -12,7 +12,7 @@ import pytest
 from finops.demo import gcp_generator as gen
 from finops.focus.gcp_billing import CONVERTER
 from finops.focus.schema import COLUMNS
-from tests.focus._convert import convert
+from tests.fixtures.focus_convert import convert
 
 T0 = datetime(2026, 10, 3, 10, tzinfo=UTC)
 

@@ -11,7 +11,7 @@ import pytest
 from finops.demo import gcp_generator as gen
 from finops.focus.gcp_billing import CONVERTER as DETAILED
 from finops.focus.gcp_focus import CONVERTER
-from tests.focus._convert import convert
+from tests.fixtures.focus_convert import convert
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from finops.demo import gcp_generator as gen
 from finops.focus.gcp_billing import CONVERTER
-from tests.focus._wh_load import load_twice
+from tests.fixtures.focus_load import load_twice
 
 
 def test_gcp_into_warehouse(any_wh, tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from finops.demo import lambda_generator as gen
 from finops.focus.lambda_cloud import CONVERTER, billable_interval, observe
-from tests.focus._convert import convert
+from tests.fixtures.focus_convert import convert
 
 T = datetime(2026, 10, 1, tzinfo=UTC)
 

@@ -13,7 +13,7 @@ from finops.export import export_focus
 from finops.focus.lambda_cloud import CONVERTER, billable_interval, observe
 from finops.focus_validator import DEFAULT_VENV, run_focus_validator
 from finops.ingest import RawBatch, load_batch
-from tests.focus._wh_load import load_twice
+from tests.fixtures.focus_load import load_twice
 
 
 def _interval_rows():

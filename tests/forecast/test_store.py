@@ -6,8 +6,8 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from finops.forecast.store import as_of_day, run_forecasts
-from tests.allocation.focus_data import focus_row, insert_focus
 from tests.fixtures.budgets import seed_showback
+from tests.fixtures.focus_data import focus_row, insert_focus
 
 FIRST = date(2026, 1, 1)
 

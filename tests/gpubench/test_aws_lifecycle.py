@@ -17,6 +17,7 @@ from finops.gpubench.launchers.aws import AwsLauncher
 from finops.gpubench.launchers.base import CapReached, LaunchError, TerminateError
 from finops.gpubench.operators import make_presign, make_reader
 from finops.gpubench.triggers import BenchResultsTrigger
+from tests.fixtures.bench import alive_instances
 
 DAG_RUN = "scheduled__2026-11-16T06:00:00+00:00"
 
@@ -37,12 +38,6 @@ def _launch_live(bench_ec2, settings, aws_conn, wh):
     prepared = _prepared(settings)
     launched = lifecycle.launch(prepared, settings, launcher, dry_run=False, wh=wh, presign=make_presign(aws_conn))
     return launcher, prepared, launched
-
-
-def _alive(client) -> list[str]:
-    res = client.describe_instances(Filters=[{"Name": "instance-state-name",
-                                              "Values": ["pending", "running", "stopping", "stopped"]}])
-    return [i["InstanceId"] for r in res["Reservations"] for i in r["Instances"]]
 
 
 def _upload_url(client, instance_id: str) -> str:
@@ -91,7 +86,7 @@ def test_happy_path_launch_wait_collect_terminate(bench_ec2, bench_settings, duc
     again = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
                              presign=make_presign(aws_conn))
     assert again["instance_ids"] == [iid]
-    assert _alive(client) == [iid]
+    assert alive_instances(client) == [iid]
 
     # not there yet -> a short wait times out; then "the instance" uploads and the wait finds it
     assert _wait(launched, bench_settings, timeout_s=0.2)["status"] == "timeout"
@@ -111,7 +106,7 @@ def test_happy_path_launch_wait_collect_terminate(bench_ec2, bench_settings, duc
 
     rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
     assert rep.terminated == [iid] and not rep.errors
-    assert _alive(client) == []
+    assert alive_instances(client) == []
     actions = duckdb_wh.query("SELECT action, result, resource_id FROM policy_actions ORDER BY created_at")
     assert ("terminate", "ok", iid) in actions
     assert sum(1 for a in actions if a[:2] == ("launch", "ok")) == 2
@@ -131,7 +126,7 @@ def test_launch_fails_after_instance_was_created(bench_ec2, bench_settings, duck
                          presign=make_presign(aws_conn))
     client.meta.events.unregister("after-call.ec2.RunInstances", lost_reply)
     assert err.value.cleaned
-    assert _alive(client) == []  # the launcher found it by tag and terminated it
+    assert alive_instances(client) == []  # the launcher found it by tag and terminated it
     [created] = [i["InstanceId"] for r in client.describe_instances()["Reservations"] for i in r["Instances"]]
     [(_, status, errors)] = _runs(duckdb_wh)
     assert status == "failed" and "launch" in json.loads(errors)[0]
@@ -164,7 +159,7 @@ def test_results_never_arrive(bench_ec2, bench_settings, finops_home, aws_conn, 
     finally:
         wh.close()
     assert rep.terminated == launched["instance_ids"]
-    assert _alive(client) == []
+    assert alive_instances(client) == []
     assert "benchmark_wait_failed" in [e.kind for e in bench_alerts]
 
 
@@ -183,7 +178,7 @@ def test_collect_fails_then_teardown(bench_ec2, bench_settings, duckdb_wh, aws_c
     [(_, status, errors)] = _runs(duckdb_wh)
     assert status == "failed" and message in json.loads(errors)[0]
     lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
-    assert _alive(client) == []
+    assert alive_instances(client) == []
     assert [e.kind for e in bench_alerts] == ["benchmark_collect_failed"]
 
 
@@ -207,7 +202,7 @@ def test_terminate_fails_then_succeeds(bench_ec2, bench_settings, duckdb_wh, aws
     assert len(rep.errors) == 2 and "RequestLimitExceeded" in rep.errors[0]
     assert waits[:2] == [0.02, 0.04]  # exponential backoff between failed attempts
     assert rep.terminated == launched["instance_ids"]
-    assert _alive(client) == []
+    assert alive_instances(client) == []
 
 
 def test_terminate_never_succeeds_is_loud(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
@@ -229,7 +224,7 @@ def test_terminate_never_succeeds_is_loud(bench_ec2, bench_settings, duckdb_wh, 
     assert duckdb_wh.query("SELECT resource_id FROM policy_actions WHERE action='terminate' AND result='failed'") \
         == [(launched["instance_ids"][0],)]
     lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
-    assert _alive(client) == []
+    assert alive_instances(client) == []
 
 
 def test_dry_run_launches_nothing_and_audits(bench_ec2, bench_settings, duckdb_wh):
@@ -238,7 +233,7 @@ def test_dry_run_launches_nothing_and_audits(bench_ec2, bench_settings, duckdb_w
     out = lifecycle.launch(prepared, bench_settings, _launcher(bench_ec2, bench_settings), dry_run=True,
                            wh=duckdb_wh, presign=None)
     assert out["dry_run"] and out["instance_ids"] == [] and 0 < out["user_data_bytes"] < 16 * 1024
-    assert _alive(client) == []
+    assert alive_instances(client) == []
     assert duckdb_wh.query("SELECT action, result, dry_run FROM policy_actions") == [("launch", "dry_run", True)]
     assert [r[1] for r in _runs(duckdb_wh)] == ["dry_run"]
 
@@ -252,7 +247,7 @@ def test_cap_on_running_instances(bench_ec2, bench_settings, duckdb_wh, aws_conn
     with pytest.raises(CapReached):
         lifecycle.launch(_prepared(bench_settings, run="r2"), bench_settings, launcher, dry_run=False, wh=duckdb_wh,
                          presign=make_presign(aws_conn))
-    assert len(_alive(client)) == 1
+    assert len(alive_instances(client)) == 1
 
 
 def test_plan_caps_and_rejects_unknown_targets(bench_settings):
@@ -281,10 +276,10 @@ def test_reaper_terminates_only_expired_tagged_instances(bench_ec2, bench_settin
 
     dry = lifecycle.reap([launcher], dry_run=True, wh=duckdb_wh, run_id="reaper-1")
     assert dry["expired"] == [f"aws:us-east-1:{old_id}"] and dry["terminated"] == []
-    assert sorted(_alive(client)) == sorted([old_id, new_id, other_id])
+    assert sorted(alive_instances(client)) == sorted([old_id, new_id, other_id])
     real = lifecycle.reap([launcher], dry_run=False, wh=duckdb_wh, run_id="reaper-2")
     assert real["terminated"] == [f"aws:us-east-1:{old_id}"] and real["kept"] == 1 and not real["errors"]
-    assert sorted(_alive(client)) == sorted([new_id, other_id])
+    assert sorted(alive_instances(client)) == sorted([new_id, other_id])
     assert duckdb_wh.query("SELECT run_id, result FROM policy_actions WHERE action = 'reap' ORDER BY run_id") == [
         ("reaper-1", "dry_run"), ("reaper-2", "ok")]
 
@@ -306,7 +301,7 @@ def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aw
     assert [r[1] for r in _runs(duckdb_wh)] == ["failed"]
     assert [e.kind for e in bench_alerts] == ["benchmark_collect_failed"]
     lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
-    assert _alive(client) == []
+    assert alive_instances(client) == []
 
 
 def test_retry_after_a_cleaned_up_launch_gets_a_new_instance(bench_ec2, bench_settings, duckdb_wh, aws_conn,
@@ -350,10 +345,10 @@ def test_retry_after_a_cleaned_up_launch_gets_a_new_instance(bench_ec2, bench_se
                          presign=make_presign(aws_conn))
     ev.unregister("after-call.ec2.RunInstances", lost_reply)
     [first] = by_token[sent[0]]
-    assert _alive(client) == []  # the first attempt's cleanup ended it
+    assert alive_instances(client) == []  # the first attempt's cleanup ended it
 
     retry = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
                              presign=make_presign(aws_conn))
     [new] = retry["instance_ids"]
-    assert new != first and _alive(client) == [new]
+    assert new != first and alive_instances(client) == [new]
     assert sent[1] == sent[0] and sent[2] != sent[0]  # the token was tried, then a fresh one

@@ -8,7 +8,7 @@ import json
 import pytest
 import yaml
 
-from tests.gpubench.test_aws_lifecycle import _alive
+from tests.fixtures.bench import alive_instances
 
 
 def _dag(dag_id: str):
@@ -68,7 +68,7 @@ def test_launches_are_serialised_so_the_running_cap_holds(bench_ec2, bench_setti
         t.start()
     for t in threads:
         t.join()
-    assert len(_alive(client)) == 2  # the check alone does not hold under concurrency ...
+    assert len(alive_instances(client)) == 2  # the check alone does not hold under concurrency ...
     dag = _dag("finops_gpu_benchmark")
     assert dag.max_active_runs == 1  # ... so the DAG never runs two launches at once
     assert dag.task_dict["benchmark.launch"].max_active_tis_per_dagrun == 1
@@ -87,7 +87,7 @@ def test_real_run_without_results_still_tears_down(airflow_db, bench_config, ben
     assert states[("benchmark.collect", 0)] == "upstream_failed"
     assert states[("benchmark.terminate", 0)] == "success"
     assert states[("report", -1)] == "failed"  # the failure is reported at the end of the run
-    assert _alive(client) == []  # nothing left running
+    assert alive_instances(client) == []  # nothing left running
     wh = connect()
     try:
         assert wh.query("SELECT status FROM gpu_benchmark_runs") == [("timeout",)]

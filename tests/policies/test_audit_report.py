@@ -10,7 +10,7 @@ from finops.policies.audit import RECORDED, Entry, record_tag_snapshot, write_ro
 from finops.policies.decide import Resource, check_tags, decide
 from finops.policies.model import Policy
 from finops.policies.report import violations_report
-from tests.warehouse.focus_rows import focus_row, focus_table
+from tests.fixtures.focus_rows import focus_row, focus_table
 
 EVIL = "'); DROP TABLE tag_compliance; --"
 NOW = datetime(2026, 11, 20, 12, tzinfo=UTC)

@@ -81,7 +81,7 @@ def _lambda_latest(wh):
 
 def test_an_instance_type_lambda_drops_leaves_the_latest_prices(prices_lambda, prices_lambda_conn, any_wh):
     from finops.prices import queries
-    from tests.prices.conftest import factory_for
+    from tests.fixtures.prices import factory_for
 
     settings = parse_prices({"lambda": {"conn_id": prices_lambda_conn}})
     (job,) = jobs.plan_jobs(settings, provider="lambda")

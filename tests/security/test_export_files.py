@@ -14,7 +14,7 @@ import pytest
 
 from finops.alerts.csv_safe import safe_cell
 from finops.cli.main import main
-from tests.warehouse.focus_rows import focus_row, write_focus
+from tests.fixtures.focus_rows import focus_row, write_focus
 
 
 @pytest.fixture

@@ -171,7 +171,7 @@ def test_focus_export_delivery_overwrite_layout(awsb_bucket, awsb_source, finops
     from decimal import Decimal
 
     from finops.focus.aws_focus import AwsFocusConverter
-    from tests.focus._convert import convert
+    from tests.fixtures.focus_convert import convert
 
     prefix = "exports/focus-export"
     data_key = f"{prefix}/data/BILLING_PERIOD=2025-03/focus-export-00001.snappy.parquet"
@@ -207,7 +207,7 @@ def test_legacy_overwrite_layout_with_published_sample(awsb_bucket, awsb_source,
     from decimal import Decimal
     from pathlib import Path
 
-    from tests.focus._convert import convert
+    from tests.fixtures.focus_convert import convert
 
     sample = Path(__file__).resolve().parents[1] / "data" / "aws" / "koku_test_cur_sample.csv"
     folder = "cur/finops-cur/20180601-20180701"

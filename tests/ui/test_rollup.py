@@ -9,7 +9,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from finops.ui.rollup import refresh_partition, stale_partitions
-from tests.warehouse.focus_rows import focus_row, write_focus
+from tests.fixtures.focus_rows import focus_row, write_focus
 
 KEYS = ["team", 'Te"am', "équipe"]
 

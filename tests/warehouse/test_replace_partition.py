@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from finops.warehouse.base import LoadLogEntry, WarehouseError
-from tests.warehouse.focus_rows import focus_row, focus_table, write_focus
+from tests.fixtures.focus_rows import focus_row, focus_table, write_focus
 
 
 def _load(wh, tmp_path, source, period, n, tag="v1", cost="1.25"):

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from finops.warehouse.dialect import json_get, json_has_key
-from tests.warehouse.focus_rows import focus_row, write_focus
+from tests.fixtures.focus_rows import focus_row, write_focus
 
 PART = {"x_source": "s", "x_billing_period": "2024-05"}
 

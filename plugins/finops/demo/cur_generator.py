@@ -135,8 +135,8 @@ class PeriodTotals:
     @property
     def focus_rows(self) -> int:
         """FOCUS rows these raw lines become: each commitment fee line (SavingsPlanRecurringFee,
-        RIFee) is a Purchase row plus an Unused usage row (see finops.focus.aws_cur)."""
-        from finops.focus.aws_cur import COMMITMENT_FEES
+        RIFee) is a Purchase row plus an Unused usage row (see finops.focus.aws_cur_mapping)."""
+        from finops.focus.aws_cur_mapping import COMMITMENT_FEES
 
         return self.rows + sum(self.rows_by_type.get(t, 0) for t in COMMITMENT_FEES)
 

@@ -18,8 +18,8 @@ from collections.abc import Mapping, Sequence
 
 from finops.batch import ConvertContext
 from finops.focus.aws_columns import focus_variant
-from finops.focus.aws_cur import SERVICE_NAMES
-from finops.focus.aws_cur import SERVICE_SUBCATEGORIES as SERVICE_SUBCATEGORIES_BY_KEY
+from finops.focus.aws_cur_mapping import SERVICE_NAMES
+from finops.focus.aws_cur_mapping import SERVICE_SUBCATEGORIES as SERVICE_SUBCATEGORIES_BY_KEY
 from finops.focus.projection import other_subcategory_sql, raw_totals_by_currency
 from finops.focus.schema import BY_NAME, FOCUS_COLUMNS, SERVICE_SUBCATEGORIES, Kind
 from finops.focus.units import unit_sql
@@ -175,7 +175,7 @@ class AwsFocusConverter:
         )
 
 
-# ServiceName -> ServiceSubcategory of the CUR mapping (finops.focus.aws_cur), for unlisted values.
+# ServiceName -> ServiceSubcategory of the CUR mapping (finops.focus.aws_cur_mapping), for unlisted values.
 _KNOWN_SUBCATEGORY = {SERVICE_NAMES[k]: SERVICE_SUBCATEGORIES_BY_KEY[k] for k in SERVICE_NAMES}
 
 

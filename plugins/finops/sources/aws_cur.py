@@ -55,11 +55,11 @@ class PeriodScan:
 def converter_for(fmt: str) -> Converter:
     """The FOCUS converter for a configured AWS `format` (cur2 | cur_legacy | focus)."""
     if fmt == "cur2":
-        from finops.focus.aws_cur import Cur2Converter
+        from finops.focus.aws_cur_mapping import Cur2Converter
 
         return Cur2Converter()
     if fmt == "cur_legacy":
-        from finops.focus.aws_cur import CurLegacyConverter
+        from finops.focus.aws_cur_mapping import CurLegacyConverter
 
         return CurLegacyConverter()
     if fmt == "focus":
