@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from finops.demo.price_apis import DEMO_GCP_PROJECT
+
 SLACK_CONN, SMTP_CONN, GCP_PRICES_CONN = "demo_slack", "demo_smtp", "demo_gcp_prices"
 ALERT_TO = ["finops-team@example.com"]
 
@@ -31,7 +33,8 @@ def demo_sections(azure_prices_url: str) -> dict[str, Any]:
         "prices": {
             "aws": {"enabled": False},
             "azure": {"base_url": azure_prices_url, "regions": ["eastus", "westus2"]},
-            "gcp": {"conn_id": GCP_PRICES_CONN, "regions": ["us-central1", "us-east4"]},
+            # the connection's host serves the Compute API too: specs from machineTypes, not the table
+            "gcp": {"conn_id": GCP_PRICES_CONN, "regions": ["us-central1", "us-east4"], "project": DEMO_GCP_PROJECT},
             "http": {"backoff_base_s": 0.05},
         },
     }

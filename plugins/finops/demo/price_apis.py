@@ -3,7 +3,10 @@ price history stage and the prices tests (tests/fixtures/prices.py):
 
 - Azure Retail Prices API (`/api/retail/prices`, OData `$filter` on armRegionName, `$skip`
   paging via an absolute NextPageLink; the last page's link is null or "");
-- Cloud Billing Catalog for Compute Engine (`/v1/services/6F81-5844-456A/skus`, `nextPageToken`).
+- Cloud Billing Catalog for Compute Engine (`/v1/services/6F81-5844-456A/skus`, `nextPageToken`);
+- Compute Engine `aggregated/machineTypes` and `aggregated/acceleratorTypes` (the GPU catalog's
+  specs and zones; Azure Resource SKUs need an Azure AD token, which no local fake can issue
+  to azure-identity, so the demo's Azure specs come from the static table).
 
 Each has `.fail(status, retry_after=None)` to inject failures before the next answers, and
 `.requests` (the paths + queries it served). The catalogs include the odd entries the real
@@ -348,10 +351,124 @@ class GcpCatalogEmulator(PriceApiEmulator):
         return Response(json.dumps(body), 200, content_type="application/json")
 
 
+# --------------------------------------------------------------------------- GCP Compute (specs)
+DEMO_GCP_PROJECT = "finops-demo"
+# accelerator type -> its acceleratorTypes description (https://cloud.google.com/compute/docs/gpus)
+_GCP_ACCELERATORS = {
+    "nvidia-l4": "NVIDIA L4",
+    "nvidia-tesla-a100": "NVIDIA A100 40GB",
+    "nvidia-a100-80gb": "NVIDIA A100 80GB",
+    "nvidia-h100-80gb": "NVIDIA H100 80GB",
+    "nvidia-h100-mega-80gb": "NVIDIA H100 80GB MEGA",
+}
+# (machine type, vCPUs, memory GB, accelerator type, count, zones): the shapes of the GPU machine
+# types documentation; a3-megagpu-8g is one the static table does not know
+_GCP_MACHINE_TYPES = [
+    ("g2-standard-4", 4, 16, "nvidia-l4", 1, ("us-central1-a", "us-east4-a")),
+    ("g2-standard-24", 24, 96, "nvidia-l4", 2, ("us-central1-a", "us-east4-a")),
+    ("a2-highgpu-1g", 12, 85, "nvidia-tesla-a100", 1, ("us-central1-a", "us-east4-b")),
+    ("a2-ultragpu-1g", 12, 170, "nvidia-a100-80gb", 1, ("us-central1-a",)),
+    ("a3-highgpu-8g", 208, 1872, "nvidia-h100-80gb", 8, ("us-central1-a", "us-east4-a")),
+    ("a3-megagpu-8g", 208, 1872, "nvidia-h100-mega-80gb", 8, ("us-central1-a",)),
+    ("n2-standard-4", 4, 16, None, 0, ("us-central1-a", "us-east4-a")),  # no GPU: not in the catalog
+]
+
+
+def gcp_machine_types(project: str = DEMO_GCP_PROJECT) -> list[dict]:
+    """`aggregated/machineTypes` pages (one zone per page, linked by nextPageToken), in the
+    documented shape: `items` maps `zones/<zone>` to `{machineTypes: [...]}`."""
+    zones = sorted({z for *_, zs in _GCP_MACHINE_TYPES for z in zs})
+    pages = []
+    for i, zone in enumerate(zones):
+        types = []
+        for name, cpus, mem_gb, acc, count, zs in _GCP_MACHINE_TYPES:
+            if zone not in zs:
+                continue
+            mt: dict[str, Any] = {
+                "kind": "compute#machineType",
+                "id": str(int(hashlib.md5(name.encode()).hexdigest()[:15], 16)),
+                "creationTimestamp": "1969-12-31T16:00:00.000-08:00",
+                "name": name,
+                "description": f"{cpus} vCPUs, {mem_gb} GB RAM" + (f", {count} {acc}" if acc else ""),
+                "guestCpus": cpus,
+                "memoryMb": mem_gb * 1024,
+                "imageSpaceGb": 0,
+                "maximumPersistentDisks": 128,
+                "maximumPersistentDisksSizeGb": "263168",
+                "zone": zone,
+                "selfLink": f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}/machineTypes/{name}",
+                "isSharedCpu": False,
+                "architecture": "X86_64",
+            }
+            if acc:
+                mt["accelerators"] = [{"guestAcceleratorType": acc, "guestAcceleratorCount": count}]
+            types.append(mt)
+        page: dict[str, Any] = {
+            "kind": "compute#machineTypeAggregatedList",
+            "id": f"projects/{project}/aggregated/machineTypes",
+            "items": {f"zones/{zone}": {"machineTypes": types}},
+            "selfLink": f"https://www.googleapis.com/compute/v1/projects/{project}/aggregated/machineTypes",
+        }
+        if i + 1 < len(zones):
+            page["nextPageToken"] = f"page-{i + 1}"
+        pages.append(page)
+    return pages
+
+
+def gcp_accelerator_types(project: str = DEMO_GCP_PROJECT) -> dict:
+    """`aggregated/acceleratorTypes`, one page: every accelerator in every zone listing it."""
+    items: dict[str, Any] = {}
+    for *_, acc, _count, zones in _GCP_MACHINE_TYPES:
+        if acc is None:
+            continue
+        for zone in zones:
+            block = items.setdefault(f"zones/{zone}", {"acceleratorTypes": []})
+            if all(a["name"] != acc for a in block["acceleratorTypes"]):
+                block["acceleratorTypes"].append(
+                    {
+                        "kind": "compute#acceleratorType",
+                        "name": acc,
+                        "description": _GCP_ACCELERATORS[acc],
+                        "zone": f"https://www.googleapis.com/compute/v1/projects/{project}/zones/{zone}",
+                        "maximumCardsPerInstance": 8,
+                    }
+                )
+    return {"kind": "compute#acceleratorTypeAggregatedList", "items": items}
+
+
+@dataclass
+class GcpComputeEmulator(PriceApiEmulator):
+    """Compute Engine `aggregated/machineTypes` (honours `filter=name eq '<RE2>'` on the whole
+    name and pages by `pageToken`) and `aggregated/acceleratorTypes`, for the catalog's specs."""
+
+    path: ClassVar[Any] = re.compile(r"^/compute/v1/projects/[^/]+/aggregated/(machineTypes|acceleratorTypes)$")
+    machine_pages: list[dict] = field(default_factory=gcp_machine_types)
+    accelerators: dict = field(default_factory=gcp_accelerator_types)
+
+    def handle(self, req: Request) -> Response:
+        self.requests.append(req.full_path)
+        if (r := self._failure()) is not None:
+            return r
+        if req.path.endswith("/acceleratorTypes"):
+            return Response(json.dumps(self.accelerators), 200, content_type="application/json")
+        token = req.args.get("pageToken")
+        idx = next((i + 1 for i, p in enumerate(self.machine_pages) if token and p.get("nextPageToken") == token), 0)
+        if token and not idx:
+            body = {"error": {"code": 400, "message": "Invalid value for field 'pageToken'"}}
+            return Response(json.dumps(body), 400, content_type="application/json")
+        page = json.loads(json.dumps(self.machine_pages[idx]))
+        if m := re.fullmatch(r"name eq '(.+)'", req.args.get("filter", "")):
+            rx = re.compile(m.group(1))
+            for scope in page["items"].values():
+                scope["machineTypes"] = [t for t in scope.get("machineTypes", []) if rx.fullmatch(t["name"])]
+        return Response(json.dumps(page), 200, content_type="application/json")
+
+
 @dataclass
 class PriceApis:
     azure: AzureRetailEmulator
     gcp: GcpCatalogEmulator
+    gcp_compute: GcpComputeEmulator
 
     @property
     def azure_url(self) -> str:
@@ -376,8 +493,9 @@ def price_apis(gcp_conn_id: str | None = None) -> Iterator[PriceApis]:
         apis = PriceApis(
             AzureRetailEmulator(server=server, items=prices_azure_catalog()),
             GcpCatalogEmulator(server=server, skus=prices_gcp_catalog()),
+            GcpComputeEmulator(server=server),
         )
-        for emu in (apis.azure, apis.gcp):
+        for emu in (apis.azure, apis.gcp, apis.gcp_compute):
             server.expect_request(emu.path).respond_with_handler(emu.handle)
         with airflow_connection(gcp_conn_id, gcp_http_connection(apis.gcp.base)):
             yield apis
