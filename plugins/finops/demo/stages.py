@@ -269,8 +269,12 @@ def prices(run_dag: RunDag) -> StageResult:
                 "SELECT provider, region, instance_type, pricing_model, price_per_hour, currency FROM latest_prices "
                 "WHERE os = 'linux' ORDER BY price_per_hour LIMIT 6"
             )
+            # GCP's specs come from the Compute API fake (finops.demo.price_apis), not the static table
+            sources = wh.query("SELECT source, count(*) FROM instance_catalog WHERE provider = 'gcp' GROUP BY 1")
         finally:
             wh.close()
+        res.lines.append("  GCP GPU catalog by source: " + ", ".join(f"{s} {n}" for s, n in sorted(sources)))
+        res.need(any(s != "static" for s, _ in sources), "the GCP catalog did not come from the Compute API")
         res.lines.append("  Rows stored (history keeps every observed change):")
         for prov in ("azure", "gcp", "lambda"):
             row = [counts.get((t, prov), 0) for t in ("spot_prices", "ondemand_prices", "instance_catalog")]
