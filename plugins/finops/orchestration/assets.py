@@ -17,9 +17,6 @@ budgets listen)."""
 PRICES = Asset("finops://prices")
 """Price history and the GPU catalog refreshed (finops_prices announces)."""
 
-BENCH_RESULTS = Asset("finops://bench_results")
-"""A GPU benchmark run stored its results (finops_gpu_benchmark announces)."""
-
 TRAINING_JOBS = Asset("finops://training_jobs")
 """A training job ended and its attempts and estimated cost are in training_jobs /
 training_job_attempts (finops_training_job announces)."""
