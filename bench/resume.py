@@ -73,7 +73,9 @@ def bench(width: int, steps: int, every: int, s3: str | None, tmp: Path, rep: in
     out["plain_loop_s"], out["fresh_start_s"] = float(m.group(1)), fresh_start
 
     ref = d / "ref.pt"
-    text, _, rc = _run([*base, "--every-steps", str(every), "--checkpoint-uri", str(d / "ck"), "--out", str(ref)], env)
+    text, _, rc = _run(
+        [*base, "--every-steps", str(every), "--checkpoint-uri", str(d / "ck"), "--out", str(ref)], env
+    )
     m = DONE.search(text)
     assert rc == 0 and m, text[-2000:]
     out["ckpt_loop_s"], out["ckpt_save_s"] = float(m.group(1)), float(m.group(2))
@@ -82,7 +84,9 @@ def bench(width: int, steps: int, every: int, s3: str | None, tmp: Path, rep: in
     if s3:
         senv = {**env, "AWS_ENDPOINT_URL": s3, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
                 "AWS_DEFAULT_REGION": "us-east-1"}  # fmt: skip
-        text, _, rc = _run([*base, "--every-steps", str(every), "--checkpoint-uri", f"s3://bench/w{width}-r{rep}"], senv)
+        text, _, rc = _run(
+            [*base, "--every-steps", str(every), "--checkpoint-uri", f"s3://bench/w{width}-r{rep}"], senv
+        )
         m = DONE.search(text)
         assert rc == 0 and m, text[-2000:]
         out["s3_loop_s"], out["s3_save_s"] = float(m.group(1)), float(m.group(2))

@@ -11,16 +11,32 @@ from finops.jobs.store import AttemptRecord, JobRecord, JobStore
 def test_job_and_attempts_round_trip_exactly(any_wh):
     store = JobStore(any_wh)
     job = JobRecord(
-        job_id="job-1", name="n", team="ml", project="p", spec_json='{"name": "n"}', state="running",
-        steps_total=100, dag_id="d", run_id="manual__2026-11-25T00:00:00+00:00", task_id="t",
+        job_id="job-1",
+        name="n",
+        team="ml",
+        project="p",
+        spec_json='{"name": "n"}',
+        state="running",
+        steps_total=100,
+        dag_id="d",
+        run_id="manual__2026-11-25T00:00:00+00:00",
+        task_id="t",
         budget_usd=Decimal("12.30"),
     )
     assert store.create_job(job) is True and store.create_job(job) is False  # a retry finds it
     start = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
     att = AttemptRecord(
-        job_id="job-1", attempt=1, provider="aws", region="us-east-1", instance_type="p4d.24xlarge",
-        pricing_model="spot", precision="amp_bf16", price_per_hour=Decimal("9.834567"), started_at=start,
-        steps_at_start=0, tags={"finops-job-id": "job-1", "finops-run-id": "manual__x'; DROP TABLE t;--"},
+        job_id="job-1",
+        attempt=1,
+        provider="aws",
+        region="us-east-1",
+        instance_type="p4d.24xlarge",
+        pricing_model="spot",
+        precision="amp_bf16",
+        price_per_hour=Decimal("9.834567"),
+        started_at=start,
+        steps_at_start=0,
+        tags={"finops-job-id": "job-1", "finops-run-id": "manual__x'; DROP TABLE t;--"},
         launch_reason="normal: the cheapest expected cost",
     )
     store.add_attempt(att)

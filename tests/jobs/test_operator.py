@@ -17,7 +17,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 from airflow.sdk.module_loading import import_string
 
-from finops.jobs.executor import provider_from_config
+from finops.jobs.executor import candidate_from_dict, provider_from_config
 from finops.jobs.operator import TrainingJobOperator
 from finops.jobs.planner import PlanSettings
 from finops.jobs.store import JobStore
@@ -154,7 +154,9 @@ def test_retry_adopts_the_running_instance_and_a_failure_tears_it_down(finops_ho
         retry.execute(_ctx(try_number=2))
     assert second.value.trigger.watch["instance_id"] == iid  # adopted, not relaunched
     job, attempts = _store_rows(_job_id())
-    assert len(attempts) == 1 and attempts[0].outcome == "running" and [i for i, _ in _live(tmp_path)] == [iid]
+    assert (
+        len(attempts) == 1 and attempts[0].outcome == "running" and [i for i, _ in _live(tmp_path)] == [iid]
+    )
     assert attempts[0].tags["finops-job-id"] == job.job_id
     # a failure inside the operator's own step: the instance ends before the error propagates
     with pytest.raises(ValueError, match="unknown trigger event kind"):
@@ -203,7 +205,10 @@ def test_deadline_at_risk_moves_a_spot_job_to_on_demand_from_its_checkpoint(fino
         deadline=(datetime.now(UTC) + timedelta(seconds=25)).isoformat(),
         max_spot_preemptions=5,
     )
-    cands = [_cand("cpu-box", "spot", "100", interruption_rate_per_h=0.01), _cand("cpu-box", "ondemand", "300")]
+    cands = [
+        _cand("cpu-box", "spot", "100", interruption_rate_per_h=0.01),
+        _cand("cpu-box", "ondemand", "300"),
+    ]
     result, events = _drive(_op(tmp_path, spec, cands), _ctx())
     assert [e["kind"] for e in events] == ["deadline", "ended"]
     job, (a1, a2) = _store_rows(_job_id())
@@ -212,7 +217,9 @@ def test_deadline_at_risk_moves_a_spot_job_to_on_demand_from_its_checkpoint(fino
     assert (a2.pricing_model, a2.outcome, a2.steps_at_end) == ("ondemand", "finished", 40)
     assert "spot ruled out: a spot attempt's pace missed the deadline" in a2.plan_table
     assert result["state"] == "finished" and job.state == "finished" and _live(tmp_path) == []
-    log2 = provider_from_config({"kind": "local", "work_dir": str(tmp_path / "work")}).log_text(a2.instance_id)
+    log2 = provider_from_config({"kind": "local", "work_dir": str(tmp_path / "work")}).log_text(
+        a2.instance_id
+    )
     assert log2.startswith(f"start step={a1.steps_at_end} resumed=True")
 
 
@@ -247,8 +254,9 @@ def test_reaper_ends_instances_no_running_job_owns(finops_home, tmp_path):
     owned = d.value.trigger.watch["instance_id"]
     from finops.jobs.spec import parse_job_spec
 
-    orphan = provider.start(parse_job_spec(spec), 1, "fp32", "cpu-box", {"finops-job-id": "job-unknown"})
-    untagged = provider.start(parse_job_spec(spec), 1, "fp32", "cpu-box", {})
+    box = candidate_from_dict(_cand("cpu-box", "ondemand", "3"))
+    orphan = provider.start(parse_job_spec(spec), 1, "fp32", box, {"finops-job-id": "job-unknown"})
+    untagged = provider.start(parse_job_spec(spec), 1, "fp32", box, {})
     wh = connect()
     try:
         assert reap(JobStore(wh), provider, dry_run=True) == [(orphan, "its job is not in training_jobs")]

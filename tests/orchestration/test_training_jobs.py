@@ -47,8 +47,14 @@ def test_preempted_at_boot_and_mid_checkpoint_then_on_demand_finishes(
     # a "newer" checkpoint whose state.pt does not match its marker: never resumed from
     bad = b"not a torch file"
     s3.put_object(Bucket="ckpts", Key="jobs/e2e/ckpt-000000000020/state.pt", Body=bad)
-    commit = {"format": 1, "step": 20, "files": {"state.pt": {"bytes": 99, "sha256": hashlib.sha256(bad).hexdigest()}}}
-    s3.put_object(Bucket="ckpts", Key="jobs/e2e/ckpt-000000000020/COMMIT.json", Body=json.dumps(commit).encode())
+    commit = {
+        "format": 1,
+        "step": 20,
+        "files": {"state.pt": {"bytes": 99, "sha256": hashlib.sha256(bad).hexdigest()}},
+    }
+    s3.put_object(
+        Bucket="ckpts", Key="jobs/e2e/ckpt-000000000020/COMMIT.json", Body=json.dumps(commit).encode()
+    )
     monkeypatch.setenv("FINOPS_FAULT", "attempt=1,phase=boot;attempt=2,phase=write,step=8")
 
     dag = _dag()
@@ -88,7 +94,9 @@ def test_preempted_at_boot_and_mid_checkpoint_then_on_demand_finishes(
     finally:
         wh.close()
     assert [(a.pricing_model, a.outcome) for a in attempts] == [
-        ("spot", "preempted"), ("spot", "preempted"), ("ondemand", "finished")
+        ("spot", "preempted"),
+        ("spot", "preempted"),
+        ("ondemand", "finished"),
     ]
     assert [(a.steps_at_start, a.steps_at_end) for a in attempts] == [(0, 0), (0, 4), (4, 16)]
     assert "exit -9" in attempts[0].end_reason and "exit -9" in attempts[1].end_reason
@@ -101,7 +109,9 @@ def test_preempted_at_boot_and_mid_checkpoint_then_on_demand_finishes(
         assert a.tags["finops-job"] == "e2e" and a.tags["finops-attempt"] == str(a.attempt)
     provider = provider_from_config({"kind": "local", "work_dir": str(subdir("jobs") / "instances")})
     assert "fault: killed at boot" in provider.log_text(attempts[0].instance_id)
-    assert "fault: killed while writing ckpt-000000000008/state.pt" in provider.log_text(attempts[1].instance_id)
+    assert "fault: killed while writing ckpt-000000000008/state.pt" in provider.log_text(
+        attempts[1].instance_id
+    )
     assert provider.log_text(attempts[2].instance_id).startswith("start step=4 resumed=True")
     assert provider.find() == []
     # the half-written step-8 state.pt is there, without a marker; the corrupt 20 was never used

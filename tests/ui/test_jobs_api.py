@@ -23,7 +23,10 @@ def _bill(wh, resource_id: str, billed: str) -> None:
         "tags": json.dumps({"finops-job-id": "job-a"}), "x_source": "aws-main", "x_billing_period": "2026-11",
         "x_provider": "aws", "x_load_id": "load-1",
     }  # fmt: skip
-    wh.execute(f"INSERT INTO focus_costs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", list(row.values()))
+    wh.execute(
+        f"INSERT INTO focus_costs ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+        list(row.values()),
+    )
 
 
 def test_jobs_and_attempts(ui_client, ui_headers, duckdb_wh):
@@ -49,12 +52,18 @@ def test_jobs_and_attempts(ui_client, ui_headers, duckdb_wh):
     _bill(duckdb_wh, "i-other", "99.00")
 
     (job,) = ui_client.get("/api/jobs", headers=ui_headers).json()["items"]
-    assert (job["estimated"], job["billed"], job["ondemand"], job["savings"]) == ("3.46", "3.45", "9.00", "5.54")
+    assert (job["estimated"], job["billed"], job["ondemand"], job["savings"]) == (
+        "3.46",
+        "3.45",
+        "9.00",
+        "5.54",
+    )
     assert (job["attempts"], job["spot_preemptions"], job["state"]) == (2, 1, "finished")
 
     att = ui_client.get("/api/jobs/job-a/attempts", headers=ui_headers).json()
     assert [(a["pricing_model"], a["outcome"], a["end_reason"]) for a in att["items"]] == [
-        ("spot", "preempted", "reclaimed"), ("ondemand", "finished", "the job exited 0")
+        ("spot", "preempted", "reclaimed"),
+        ("ondemand", "finished", "the job exited 0"),
     ]
     assert att["plan"] == "LAUNCH: <b>normal</b>" and att["items"][1]["estimated"] == "2.26"
     assert ui_client.get("/api/jobs/nope/attempts", headers=ui_headers).status_code == 404

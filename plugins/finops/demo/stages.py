@@ -435,20 +435,27 @@ def training_job(run_dag: RunDag) -> StageResult:
             )
         res.need(job.state == "finished", f"the training job ended {job.state}: {job.state_reason}")
         res.need(
-            [(a.pricing_model, a.outcome) for a in attempts] == [("spot", "preempted"), ("ondemand", "finished")],
+            [(a.pricing_model, a.outcome) for a in attempts]
+            == [("spot", "preempted"), ("ondemand", "finished")],
             f"expected a preempted spot attempt, then an on-demand one: {[(a.pricing_model, a.outcome) for a in attempts]}",
         )
-        res.need(bool(attempts) and attempts[-1].steps_at_start == 160, "the fallback did not resume from step 160")
+        res.need(
+            bool(attempts) and attempts[-1].steps_at_start == 160, "the fallback did not resume from step 160"
+        )
         # the same work all on-demand, measured the same way (wall time x price, start-up included)
         od_conf = conf | {"name": f"{name}-od", "args": ["--step-sleep", "0.05"], "candidates": cands[1:]}
         od_job, _ = _run_training_job(run_dag, res, od_conf)
-        if not res.need(od_job is not None and od_job.state == "finished", "the all-on-demand run did not finish"):
+        if not res.need(
+            od_job is not None and od_job.state == "finished", "the all-on-demand run did not finish"
+        ):
             return
         saved = od_job.estimated_cost_usd - job.estimated_cost_usd
         res.lines.append(
             f"  spot + fallback: ${job.estimated_cost_usd}   the same job all on-demand: "
             f"${od_job.estimated_cost_usd}   saved ${saved} ({saved / od_job.estimated_cost_usd:.0%})"
         )
-        res.lines.append(f"  (planner's estimate for all on-demand, start-up not counted: ${job.ondemand_cost_usd})")
+        res.lines.append(
+            f"  (planner's estimate for all on-demand, start-up not counted: ${job.ondemand_cost_usd})"
+        )
 
     return timed("Training job: spot, one preemption, fallback to on-demand", body)

@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         "--every-minutes", type=float, default=float(os.environ.get("FINOPS_CHECKPOINT_EVERY_MINUTES") or 0)
     )
     p.add_argument("--step-sleep", type=float, default=0.0, help="seconds per step, to stretch a test run")
-    p.add_argument("--fault", default=os.environ.get("FINOPS_FAULT", ""), help="attempt=N,phase=boot|step|write,step=K")
+    p.add_argument(
+        "--fault", default=os.environ.get("FINOPS_FAULT", ""), help="attempt=N,phase=boot|step|write,step=K"
+    )
     p.add_argument("--width", type=int, default=32, help="hidden units: a bigger model for bench/resume.py")
     p.add_argument("--out", default=None, help="write the final weights here (torch.save)")
     a = p.parse_args(argv)

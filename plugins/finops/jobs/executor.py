@@ -49,9 +49,10 @@ class Provider(Protocol):
     name: str
 
     def start(
-        self, spec: JobSpec, attempt: int, precision: str, instance_type: str, tags: dict[str, str]
+        self, spec: JobSpec, attempt: int, precision: str, candidate: Candidate, tags: dict[str, str]
     ) -> str:
-        """Launch one attempt's instance, tagged; return its id. CapacityError when none is free."""
+        """Launch one attempt's instance (the candidate's type, region and pricing model),
+        tagged; return its id. CapacityError when there is none to have."""
 
     def status(self, instance_id: str) -> str:
         """`running`, `exited:<code>` or `gone` (ended with no exit code: reclaimed)."""
@@ -67,13 +68,17 @@ class Provider(Protocol):
 
 
 def provider_from_config(cfg: Mapping[str, Any]) -> Provider:
-    """The provider a config names. Only `local` exists; cloud launchers plug in here."""
+    """The provider a config names: `local` or `aws`."""
     kind = cfg.get("kind")
     if kind == "local":
         from finops.jobs.local import LocalProvider
 
         return LocalProvider(cfg["work_dir"], dict(cfg.get("extra_env") or {}), cfg.get("machines"))
-    raise ValueError(f"unknown job provider {kind!r}: only 'local' is available")
+    if kind == "aws":
+        from finops.jobs.aws import AwsJobProvider
+
+        return AwsJobProvider.from_config(cfg)
+    raise ValueError(f"unknown job provider {kind!r}: 'local' or 'aws'")
 
 
 def job_id_for(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
@@ -188,7 +193,9 @@ class Executor:
         att = self.store.open_attempt(job.job_id)
         if att is not None and att.instance_id is None:
             # the task ended between writing the attempt and recording the launch: the tags tell
-            tagged = [i for i, t in self.provider.find(job.job_id) if t.get("finops-attempt") == str(att.attempt)]
+            tagged = [
+                i for i, t in self.provider.find(job.job_id) if t.get("finops-attempt") == str(att.attempt)
+            ]
             if tagged:
                 att.instance_id, att.outcome = tagged[0], "running"
                 self.store.save_attempt(att)
@@ -254,7 +261,9 @@ class Executor:
         while True:
             attempts = self.store.attempts(job.job_id)
             if len(attempts) >= self.max_attempts:
-                return self._finish(job, "failed", f"{len(attempts)} attempts: the cap of {self.max_attempts}")
+                return self._finish(
+                    job, "failed", f"{len(attempts)} attempts: the cap of {self.max_attempts}"
+                )
             decision = plan(self.spec, self.candidates, self.now(), self._state(job), self.settings)
             table = decision.table()
             self.say(table)
@@ -288,9 +297,7 @@ class Executor:
         )  # fmt: skip
         self.store.add_attempt(att)  # before the launch: a task that dies now leaves a row to resolve
         try:
-            att.instance_id = self.provider.start(
-                self.spec, number, decision.precision, cand.instance_type, tags
-            )
+            att.instance_id = self.provider.start(self.spec, number, decision.precision, cand, tags)
         except CapacityError as e:
             self.say(f"attempt {number}: no capacity for {cand.label}: {e}; re-planning without it")
             att.outcome, att.end_reason, att.ended_at = "capacity", str(e)[:2000], self.now()
@@ -302,7 +309,9 @@ class Executor:
         self.store.save_attempt(att)
         job.state = "running"
         self.store.save_job(job)
-        self.say(f"attempt {number}: {cand.label} {decision.precision} -> {att.instance_id} ({decision.reason})")
+        self.say(
+            f"attempt {number}: {cand.label} {decision.precision} -> {att.instance_id} ({decision.reason})"
+        )
         return self._watch(job, att)
 
     def _after(self, job: JobRecord, att: AttemptRecord, event: Mapping[str, Any]) -> Watch | Done:
@@ -345,7 +354,13 @@ class Executor:
         return max(newest or 0, att.steps_at_start)
 
     def _close(
-        self, job: JobRecord, att: AttemptRecord, outcome: str, why: str, steps: int, end: datetime | None = None
+        self,
+        job: JobRecord,
+        att: AttemptRecord,
+        outcome: str,
+        why: str,
+        steps: int,
+        end: datetime | None = None,
     ) -> None:
         end = min(end or self.now(), self.now())
         att.outcome, att.end_reason, att.ended_at, att.steps_at_end = outcome, why, end, steps
@@ -353,14 +368,18 @@ class Executor:
         att.estimated_cost_usd = cost_of(att.price_per_hour, hours) if att.instance_id else Decimal(0)
         self.store.save_attempt(att)
         job.steps_done = max(job.steps_done, steps)
-        job.estimated_cost_usd = sum((a.estimated_cost_usd for a in self.store.attempts(job.job_id)), Decimal(0))
+        job.estimated_cost_usd = sum(
+            (a.estimated_cost_usd for a in self.store.attempts(job.job_id)), Decimal(0)
+        )
         self.store.save_job(job)
 
     def _end_strays(self, job: JobRecord, keep: str | None) -> None:
         """Instances tagged with the job that no open attempt owns: never two running at once."""
         for iid, tags in self.provider.find(job.job_id):
             if iid != keep:
-                self.say(f"ending stray instance {iid} of job {job.job_id} (attempt {tags.get('finops-attempt')})")
+                self.say(
+                    f"ending stray instance {iid} of job {job.job_id} (attempt {tags.get('finops-attempt')})"
+                )
                 self.provider.terminate(iid, 0.0)
 
     def _watch(self, job: JobRecord, att: AttemptRecord) -> Watch:
@@ -401,9 +420,15 @@ class Executor:
                 "estimated_cost_usd": str(job.estimated_cost_usd),
                 "ondemand_cost_usd": None if job.ondemand_cost_usd is None else str(job.ondemand_cost_usd),
                 "attempts": [
-                    {"attempt": a.attempt, "place": a.label, "precision": a.precision, "outcome": a.outcome,
-                     "steps": [a.steps_at_start, a.steps_at_end], "cost_usd": str(a.estimated_cost_usd),
-                     "why": a.end_reason}  # fmt: skip
+                    {
+                        "attempt": a.attempt,
+                        "place": a.label,
+                        "precision": a.precision,
+                        "outcome": a.outcome,
+                        "steps": [a.steps_at_start, a.steps_at_end],
+                        "cost_usd": str(a.estimated_cost_usd),
+                        "why": a.end_reason,
+                    }  # fmt: skip
                     for a in attempts
                 ],
             },

@@ -140,10 +140,11 @@ class LocalProvider:
         return self.work_dir / "instances" / instance_id
 
     def start(
-        self, spec: JobSpec, attempt: int, precision: str, instance_type: str, tags: dict[str, str]
+        self, spec: JobSpec, attempt: int, precision: str, candidate: Candidate, tags: dict[str, str]
     ) -> str:
-        if self.machines is not None and instance_type not in self.machines:
-            raise NoCapacity(f"no local machine of type {instance_type} (have {', '.join(self.machines)})")
+        itype = candidate.instance_type
+        if self.machines is not None and itype not in self.machines:
+            raise NoCapacity(f"no local machine of type {itype} (have {', '.join(self.machines)})")
         iid = f"local-{uuid.uuid4().hex[:16]}"
         d = self._dir(iid)
         d.mkdir(parents=True)

@@ -118,7 +118,9 @@ class TrainingJobOperator(BaseOperator):
             raise
         except BaseException as e:
             ti = context["ti"]
-            final = isinstance(e, AirflowFailException) or int(getattr(ti, "try_number", 1)) > int(self.retries or 0)
+            final = isinstance(e, AirflowFailException) or int(getattr(ti, "try_number", 1)) > int(
+                self.retries or 0
+            )
             ex.teardown(f"{type(e).__name__}: {e}", final=final)
             raise
         finally:

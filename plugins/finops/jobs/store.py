@@ -162,14 +162,18 @@ class JobStore:
         if self.get_job(job.job_id) is not None:
             return False
         marks = ", ".join("?" for _ in _JOB_COLS)
-        self.wh.execute(f"INSERT INTO training_jobs ({', '.join(_JOB_COLS)}) VALUES ({marks})", _job_values(job))
+        self.wh.execute(
+            f"INSERT INTO training_jobs ({', '.join(_JOB_COLS)}) VALUES ({marks})", _job_values(job)
+        )
         return True
 
     def save_job(self, job: JobRecord) -> None:
         job.updated_at = utcnow()
         cols = _JOB_COLS[1:]
         sets = ", ".join(f"{c} = ?" for c in cols)
-        self.wh.execute(f"UPDATE training_jobs SET {sets} WHERE job_id = ?", [*_job_values(job)[1:], job.job_id])
+        self.wh.execute(
+            f"UPDATE training_jobs SET {sets} WHERE job_id = ?", [*_job_values(job)[1:], job.job_id]
+        )
 
     def get_job(self, job_id: str) -> JobRecord | None:
         rows = self.wh.query(f"SELECT {', '.join(_JOB_COLS)} FROM training_jobs WHERE job_id = ?", [job_id])
@@ -177,7 +181,8 @@ class JobStore:
 
     def jobs(self, limit: int = 200) -> list[JobRecord]:
         rows = self.wh.query(
-            f"SELECT {', '.join(_JOB_COLS)} FROM training_jobs ORDER BY created_at DESC, job_id LIMIT ?", [limit]
+            f"SELECT {', '.join(_JOB_COLS)} FROM training_jobs ORDER BY created_at DESC, job_id LIMIT ?",
+            [limit],
         )
         return [_job(r) for r in rows]
 
