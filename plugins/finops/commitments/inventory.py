@@ -5,7 +5,9 @@
   lines), read from the raw delivery while it is loaded (`record_from_cur_files`, called by the
   billing DAG after the partition is committed): focus_costs has no end-date column.
 - Azure: the Reservations API's reservation orders (`expiryDateTime`, `term`, `reservations[].id`)
-  via `azure_reservation_orders` (payload as the API returns it).
+  via `azure_reservation_orders`, the Billing Benefits API's savings plan orders via
+  `azure_savings_plan_orders` (payloads as the APIs return them; fetched by
+  finops.commitments.sources).
 - GCP: the Compute API's commitments (`endTimestamp`, `plan`, `resources`) via `gcp_commitments`.
 - Anything else: `commitments.inventory` in finops.yaml.
 
@@ -185,13 +187,43 @@ def azure_reservation_orders(payload: Mapping[str, Any]) -> list[InventoryItem]:
     return out
 
 
+def azure_savings_plan_orders(payload: Mapping[str, Any]) -> list[InventoryItem]:
+    """Savings plan orders as the Billing Benefits API lists them (`value[]` of
+    SavingsPlanOrderModel): every savings plan id of an order (`properties.savingsPlans[]`,
+    plain strings) gets the order's `expiryDateTime`."""
+    out = []
+    for order in payload.get("value", []):
+        p = order.get("properties", {})
+        end = parse_time(p.get("expiryDateTime"))
+        if end is None:
+            continue
+        start = parse_time(p.get("benefitStartTime"))
+        ids = [str(i) for i in p.get("savingsPlans") or [] if i] or [str(order.get("id"))]
+        for sid in ids:
+            out.append(
+                InventoryItem(
+                    "azure",
+                    sid.lower(),
+                    last_day(end),
+                    start.date() if start else None,
+                    "Savings Plan",
+                    str(p.get("displayName") or ""),
+                    str(p.get("term") or ""),
+                    str(p.get("billingPlan") or ""),
+                    "azure-billing-benefits-api",
+                )
+            )
+    return out
+
+
 def gcp_commitments(payload: Mapping[str, Any]) -> list[InventoryItem]:
     """Commitments as the Compute API lists them (`items[]` with `endTimestamp`, `plan`,
-    `resources[{type, amount}]`); the id is the commitment's selfLink or name."""
+    `resources[{type, amount}]`); the id is the commitment's selfLink or name. A CANCELLED
+    commitment (merged or split into others) no longer applies and is left out."""
     out = []
     for c in payload.get("items", []):
         end = parse_time(c.get("endTimestamp"))
-        if end is None:
+        if end is None or c.get("status") == "CANCELLED":
             continue
         start = parse_time(c.get("startTimestamp"))
         res = ", ".join(f"{r.get('amount')} {r.get('type')}" for r in c.get("resources") or [])

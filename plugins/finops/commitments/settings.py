@@ -13,7 +13,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from finops.commitments.advice import PAYMENTS, Offer
 from finops.exceptions import ConfigError
@@ -71,6 +71,35 @@ class DeclaredCommitment(_Model):
     description: str = Field(default="", max_length=400)
 
 
+class EndDateSource(_Model):
+    """A provider API the DAG reads commitment end dates from (finops.commitments.sources):
+    Azure reservation and savings plan orders, GCP Compute commitments of one project."""
+
+    provider: Literal["azure", "gcp"]
+    conn_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=250,
+        description="Airflow connection: azure / google_cloud_platform, or http (host + bearer token)",
+    )
+    project: str | None = Field(
+        default=None,
+        pattern=r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$",
+        description="GCP project id (default: the connection's project)",
+    )
+    base_url: str | None = Field(
+        default=None, pattern=r"^https?://[^\s?#]+$", description="API host other than the provider's"
+    )
+
+    @model_validator(mode="after")
+    def _check(self) -> EndDateSource:
+        if not self.conn_id and not self.base_url:
+            raise ValueError("conn_id is required unless base_url points at a local server")
+        if self.provider == "azure" and self.project:
+            raise ValueError("project: only for provider gcp")
+        return self
+
+
 class AdviceSettings(_Model):
     lookback_days: int = Field(default=60, ge=7, le=400, description="days of usage behind the advice")
     drop_share: float = Field(default=0.2, ge=0, lt=1, description="usage drop the risk is simulated at")
@@ -97,6 +126,9 @@ class CommitmentsSettings(_Model):
         default_factory=dict, description="overrides merged over DEFAULT_DISCOUNTS"
     )
     inventory: list[DeclaredCommitment] = []
+    end_date_sources: list[EndDateSource] = Field(
+        default=[], description="provider APIs the DAG reads end dates from"
+    )
 
     @field_validator("warn_days")
     @classmethod

@@ -36,6 +36,25 @@ def run_refresh_task(today: date) -> dict[str, Any]:
         wh.close()
 
 
+def run_end_dates_task() -> dict[str, Any]:
+    """Commitment end dates from the configured provider APIs (commitments.end_date_sources).
+    A refused or failing source is recorded in the result and the log, not raised: the
+    calendar then runs on the dates the inventory already holds (finops.yaml, CUR, last fetch)."""
+    from finops.commitments.settings import commitments_settings
+    from finops.commitments.sources import fetch_end_dates
+    from finops.warehouse import connect
+
+    settings = commitments_settings()
+    if not settings.end_date_sources:
+        return {"stored": {}, "failed": {}}
+    wh = connect()
+    try:
+        res = fetch_end_dates(wh, settings)
+        return {"stored": res.stored, "failed": res.failed}
+    finally:
+        wh.close()
+
+
 def run_calendar_task(today: date, send_alerts: bool = True) -> dict[str, Any]:
     from finops.alerts.dedup import AlertLedger
     from finops.alerts.events import clear_sinks, emit

@@ -1,5 +1,6 @@
 """The finops_commitments DAG: each time billing data lands (finops://focus_costs), rebuild the
-commitment coverage / utilisation tables, check the expiry calendar (alerts 30 and 7 days
+commitment coverage / utilisation tables, read end dates from the configured provider APIs
+(a failing one is recorded and the dates already known stand), check the expiry calendar (alerts 30 and 7 days
 before an end, and under the utilisation floor, each once), then write purchase advice.
 Params make an ad-hoc "what if we buy X" run. Advice only: nothing is ever purchased.
 finops.commitments.tasks does the work."""
@@ -87,6 +88,12 @@ def build_commitments_dag(doc_md: str | None = None) -> Any:
             return run_refresh_task(_today())
 
         @task
+        def end_dates() -> dict:
+            from finops.commitments.tasks import run_end_dates_task
+
+            return run_end_dates_task()
+
+        @task
         def expiry() -> dict:
             from finops.commitments.tasks import run_calendar_task
 
@@ -103,7 +110,7 @@ def build_commitments_dag(doc_md: str | None = None) -> Any:
             return run_advice_task(_today(), ctx["run_id"], p)
 
         r = refresh()
-        r >> expiry()
+        r >> end_dates() >> expiry()  # in turn: the embedded warehouse takes one writer
         r >> advice()
 
     return finops_commitments()
