@@ -259,11 +259,23 @@ def test_reaper_ends_instances_no_running_job_owns(finops_home, tmp_path):
     untagged = provider.start(parse_job_spec(spec), 1, "fp32", box, {})
     wh = connect()
     try:
-        assert reap(JobStore(wh), provider, dry_run=True) == [(orphan, "its job is not in training_jobs")]
+        assert reap(JobStore(wh), provider, dry_run=True, run_id="r1") == [
+            (orphan, "its job is not in training_jobs", "dry_run")
+        ]
         assert {i for i, _ in provider.find()} == {owned, orphan, untagged}  # a dry run ends nothing
-        reap(JobStore(wh), provider, dry_run=False)
+        assert reap(JobStore(wh), provider, dry_run=False, cap=0, run_id="r2")[0][2] == "capped"
+        assert reap(JobStore(wh), provider, dry_run=False, run_id="r3")[0][2] == "ok"
+        audit = wh.query(
+            "SELECT run_id, resource_id, action, result, dry_run FROM policy_actions "
+            "WHERE policy = 'training-job' ORDER BY run_id"
+        )
     finally:
         wh.close()
+    assert audit == [
+        ("r1", orphan, "reap", "dry_run", True),
+        ("r2", orphan, "reap", "capped", False),
+        ("r3", orphan, "reap", "ok", False),
+    ]
     assert {i for i, _ in provider.find()} == {owned, untagged}
     for iid in (owned, untagged):
         provider.terminate(iid)

@@ -117,3 +117,14 @@ def test_preempted_at_boot_and_mid_checkpoint_then_on_demand_finishes(
     # the half-written step-8 state.pt is there, without a marker; the corrupt 20 was never used
     keys = {o["Key"] for o in s3.list_objects_v2(Bucket="ckpts", Prefix="jobs/e2e/")["Contents"]}
     assert "jobs/e2e/ckpt-000000000016/COMMIT.json" in keys
+
+
+def test_reaper_dag_is_hourly_and_dry_by_default_for_manual_runs():
+    from airflow.dag_processing.dagbag import DagBag
+
+    from finops.paths import REPO_ROOT
+
+    bag = DagBag(dag_folder=str(REPO_ROOT / "dags" / "finops_training_job.py"))
+    reaper = bag.dags["finops_training_job_reaper"]
+    assert reaper.params["dry_run"] is True and reaper.params["max_terminations"] == 50
+    assert reaper.timetable.expression == "41 * * * *" and reaper.get_task("reap").retries == 2

@@ -435,11 +435,15 @@ class Executor:
         )
 
 
-def reap(store: JobStore, provider: Provider, *, dry_run: bool = True) -> list[tuple[str, str]]:
+def reap(
+    store: JobStore, provider: Provider, *, dry_run: bool = True, cap: int = 50, run_id: str = ""
+) -> list[tuple[str, str, str]]:
     """The safety net for job instances: end every live instance tagged as a job's that no
-    running job owns (its job is unknown or ended, or its attempt is not the open one).
-    Returns (instance id, why) for each; a dry run ends nothing."""
-    found = []
+    running job owns (its job is unknown, ended or interrupted, or it is not the job's open
+    attempt), at most `cap` per call. Each decision is audited in policy_actions (policy
+    `training-job`). Returns (instance id, why, result: dry_run | ok | capped | failed)."""
+    out: list[tuple[str, str, str]] = []
+    ended = 0
     for iid, tags in provider.find(None):
         job_id = tags.get("finops-job-id")
         if not job_id:
@@ -454,8 +458,19 @@ def reap(store: JobStore, provider: Provider, *, dry_run: bool = True) -> list[t
             why = "it is not the job's open attempt"
         else:
             continue
-        found.append((iid, why))
-        if not dry_run:
-            provider.terminate(iid, 0.0)
-            log.warning("reaped job instance %s (%s)", iid, why)
-    return found
+        if dry_run:
+            result = "dry_run"
+        elif ended >= cap:
+            result = "capped"
+        else:
+            try:
+                provider.terminate(iid, 0.0)
+                ended += 1
+                result = "ok"
+                log.warning("reaped job instance %s (%s)", iid, why)
+            except Exception as e:  # noqa: BLE001 - audited, the next run tries again
+                result, why = "failed", f"{why}; terminate failed: {type(e).__name__}: {e}"
+        store.audit(run_id=run_id, provider=provider.name, resource_id=iid, action="reap", result=result,
+                    dry_run=dry_run, reason=why, evidence={"job_id": job_id, "tags": tags})  # fmt: skip
+        out.append((iid, why, result))
+    return out

@@ -9,6 +9,7 @@ Timestamps are naive UTC, like the rest of the warehouse.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -16,6 +17,11 @@ from typing import Any
 
 from finops.warehouse.base import Warehouse
 
+_AUDIT_COLS = (
+    "action_id", "run_id", "policy", "policy_kind", "provider", "account", "region", "resource_id",
+    "resource_name", "owner", "decision", "action", "result", "reason", "dry_run", "evidence", "created_at",
+    "status", "updated_at",
+)  # fmt: skip
 TERMINAL = ("finished", "stopped", "failed", "dry_run")
 OPEN_OUTCOMES = ("launching", "running")
 
@@ -211,6 +217,27 @@ class JobStore:
         """The attempt that is launching or running, if any (there is at most one)."""
         live = [a for a in self.attempts(job_id) if a.outcome in OPEN_OUTCOMES]
         return live[-1] if live else None
+
+    def audit(
+        self,
+        *,
+        run_id: str,
+        provider: str,
+        resource_id: str,
+        action: str,
+        result: str,
+        dry_run: bool,
+        reason: str,
+        evidence: dict[str, Any] | None = None,
+    ) -> None:
+        """One row in the shared audit log (policy_actions, migration 200), policy `training-job`."""
+        at = utcnow()
+        status = "failed" if result == "failed" else "done"
+        row = [uuid.uuid4().hex, run_id, "training-job", "job_reaper", provider, None, None, resource_id, None,
+               None, action, action, result, reason[:2000], dry_run, json.dumps(evidence or {}, default=str), at,
+               status, at]  # fmt: skip
+        self.wh.execute(f"INSERT INTO policy_actions ({', '.join(_AUDIT_COLS)}) VALUES "
+                        f"({', '.join('?' for _ in _AUDIT_COLS)})", row)  # fmt: skip
 
     def find_by_instance(self, instance_id: str) -> AttemptRecord | None:
         rows = self.wh.query(

@@ -32,41 +32,55 @@ LOCAL_CANDIDATES: list[dict[str, Any]] = [
 
 
 def training_job_params() -> dict[str, Param]:
-    """The form: one field per job-spec key an ad-hoc job needs."""
+    """The form: one field per job-spec key an ad-hoc job needs, each with its description."""
     name = r"^[a-z0-9][a-z0-9_-]{0,62}$"
+    tag = "1-63 chars of a-z, 0-9, _ or -: it becomes an instance tag"
+
+    def P(default: Any, title: str, description: str, **schema: Any) -> Param:  # noqa: N802
+        return Param(default, title=title, description=description, **schema)
+
     return {
-        "name": Param("example-job", type="string", pattern=name, title="Job name"),
-        "team": Param("ml", type="string", pattern=name, title="Team (showback)"),
-        "project": Param("demo", type="string", pattern=name, title="Project (showback)"),
-        "module": Param("finops.jobs.example_train", type="string", title="Python module to run",
-                        description="run as `python -m <module> <args>` (no shell)"),
-        "args": Param([], type="array", items={"type": "string"}, title="Arguments"),
-        "steps": Param(200, type="integer", minimum=1, title="Work, in steps"),
-        "step_times": Param(
-            [{"gpu_model": "CPU", "precision": "fp32", "step_ms": 5}], type="array", title="Measured step times",
-            description="[{gpu_model, precision, step_ms}] you measured; the planner uses them over benchmarks",
-        ),
-        "benchmark_profile": Param("", type="string", title="Benchmark profile (optional)"),
-        "min_gpu_memory_gib": Param(0, type="number", minimum=0, title="GPU memory needed at fp32 (GiB)"),
-        "min_gpu_memory_gib_amp": Param(None, type=["null", "number"], minimum=0,
-                                        title="GPU memory needed under AMP (GiB)"),
-        "precisions": Param(["fp32"], type="array",
-                            items={"type": "string", "enum": ["fp32", "amp_bf16", "amp_fp16"]}, title="Precisions"),
-        "priority": Param("normal", type="string", enum=["critical", "normal", "opportunistic"], title="Priority"),
-        "deadline": Param("", type="string", title="Deadline (ISO 8601 with a timezone, optional)"),
-        "budget_usd": Param("", type="string", pattern=r"^$|^[0-9]{1,9}(\.[0-9]{1,4})?$", title="Budget cap ($)"),
-        "checkpoint_uri": Param("", type="string", title="Checkpoint URI",
-                                description="s3://bucket/prefix or an absolute path; empty: FINOPS_HOME/jobs/<name>"),
-        "checkpoint_every_steps": Param(50, type=["null", "integer"], minimum=1, title="Checkpoint every N steps"),
-        "checkpoint_every_minutes": Param(30, type=["null", "number"], minimum=0.1, title="...or every M minutes"),
-        "max_spot_preemptions": Param(3, type="integer", minimum=0, title="Spot preemptions before fallback"),
-        "clouds": Param([], type="array", items={"type": "string"}, title="Allowed clouds (empty: any)"),
-        "regions": Param([], type="array", items={"type": "string"}, title="Allowed regions (empty: any)"),
-        "candidates": Param(LOCAL_CANDIDATES, type="array", title="Where it may run",
-                            description="[{provider, region, instance_type, pricing_model, price_per_hour, "
-                            "gpu_model, gpu_memory_gib, step_ms, interruption_rate_per_h}]"),
-        "poll_seconds": Param(30, type="number", minimum=0.05, maximum=3600, title="Progress poll interval (s)"),
-        "dry_run": Param(True, type="boolean", title="Dry run", description="Plan and show the table; launch nothing"),
+        "name": P("example-job", "Job name", tag, type="string", pattern=name),
+        "team": P("ml", "Team", f"for showback; {tag}", type="string", pattern=name),
+        "project": P("demo", "Project", f"for showback; {tag}", type="string", pattern=name),
+        "module": P("finops.jobs.example_train", "Python module to run",
+                    "run as `python -m <module> <args>` (no shell)", type="string"),
+        "args": P([], "Arguments", "argv items after the module, one per entry", type="array",
+                  items={"type": "string"}),
+        "steps": P(200, "Work, in steps", "training steps the job runs in all", type="integer", minimum=1),
+        "step_times": P([{"gpu_model": "CPU", "precision": "fp32", "step_ms": 5}], "Measured step times",
+                        "[{gpu_model, precision, step_ms}] you measured; they win over the benchmark's",
+                        type="array"),
+        "benchmark_profile": P("", "Benchmark profile", "optional: the weekly benchmark's profile to use for "
+                               "GPU models you did not measure", type="string"),
+        "min_gpu_memory_gib": P(0, "GPU memory at fp32 (GiB)", "what the model needs at fp32", type="number",
+                                minimum=0),
+        "min_gpu_memory_gib_amp": P(None, "GPU memory under AMP (GiB)",
+                                    "what it needs under mixed precision: lets a smaller GPU qualify",
+                                    type=["null", "number"], minimum=0),
+        "precisions": P(["fp32"], "Precisions", "allowed: fp32, amp_bf16, amp_fp16", type="array",
+                        items={"type": "string", "enum": ["fp32", "amp_bf16", "amp_fp16"]}),
+        "priority": P("normal", "Priority", "critical: on-demand first; normal: cheapest with fallback; "
+                      "opportunistic: spot only", type="string", enum=["critical", "normal", "opportunistic"]),
+        "deadline": P("", "Deadline", "optional ISO 8601 timestamp with a timezone", type="string"),
+        "budget_usd": P("", "Budget cap ($)", "optional; the job stops when its estimated cost reaches it",
+                        type="string", pattern=r"^$|^[0-9]{1,9}(\.[0-9]{1,4})?$"),
+        "checkpoint_uri": P("", "Checkpoint URI", "s3://bucket/prefix or an absolute path; empty: "
+                            "$FINOPS_HOME/jobs/checkpoints/<name>", type="string"),
+        "checkpoint_every_steps": P(50, "Checkpoint every N steps", "or leave empty to use minutes only",
+                                    type=["null", "integer"], minimum=1),
+        "checkpoint_every_minutes": P(30, "Checkpoint every M minutes", "whichever of steps / minutes comes first",
+                                      type=["null", "number"], minimum=0.1),
+        "max_spot_preemptions": P(3, "Spot preemptions before fallback", "then on-demand or a smaller GPU",
+                                  type="integer", minimum=0),
+        "clouds": P([], "Allowed clouds", "empty: any", type="array", items={"type": "string"}),
+        "regions": P([], "Allowed regions", "empty: any", type="array", items={"type": "string"}),
+        "candidates": P(LOCAL_CANDIDATES, "Where it may run",
+                        "[{provider, region, instance_type, pricing_model, price_per_hour, gpu_model, "
+                        "gpu_memory_gib, step_ms, interruption_rate_per_h}]", type="array"),
+        "poll_seconds": P(30, "Progress poll interval (s)", "how often the trigger checks the attempt",
+                          type="number", minimum=0.05, maximum=3600),
+        "dry_run": P(True, "Dry run", "plan and show the table; launch nothing", type="boolean"),
     }  # fmt: skip
 
 
@@ -145,3 +159,66 @@ def build_training_job_dag(dag_id: str = DAG_ID, doc_md: str | None = None) -> D
         )
 
     return training_job()
+
+
+REAPER_DAG_ID = "finops_training_job_reaper"
+
+
+def build_training_job_reaper_dag(dag_id: str = REAPER_DAG_ID) -> DAG:
+    """Hourly: end job-tagged instances no running job owns (`finops.jobs.executor.reap`) on
+    the local provider of the worker that runs it. Scheduled runs end them (they carry this
+    package's job tags and their job is over); a manual run follows its dry_run Param."""
+
+    @dag(
+        dag_id=dag_id,
+        description="Hourly: end training-job instances whose job is over or unknown.",
+        schedule="41 * * * *",
+        start_date=datetime(2026, 1, 5, tzinfo=UTC),
+        catchup=False,
+        max_active_runs=1,
+        default_args=default_args(execution_timeout=timedelta(minutes=15), retries=2),
+        tags=["finops", "training-jobs", "safety"],
+        params={
+            "dry_run": Param(True, type="boolean", title="Dry run", description="Audit, end nothing"),
+            "max_terminations": Param(
+                50,
+                type="integer",
+                minimum=0,
+                maximum=500,
+                title="Max terminations",
+                description="Safety cap per run",
+            ),
+        },
+        doc_md=build_training_job_reaper_dag.__doc__,
+    )
+    def training_job_reaper() -> None:
+        @task
+        def reap() -> list[list[str]]:
+            from finops.jobs.executor import provider_from_config, reap
+            from finops.jobs.store import JobStore
+            from finops.paths import subdir
+            from finops.warehouse import connect
+
+            ctx = get_current_context()
+            scheduled = str(ctx["dag_run"].run_type).lower().endswith("scheduled")
+            dry_run = False if scheduled else bool(ctx["params"]["dry_run"])
+            provider = provider_from_config({"kind": "local", "work_dir": str(subdir("jobs") / "instances")})
+            wh = connect()
+            try:
+                done = reap(
+                    JobStore(wh),
+                    provider,
+                    dry_run=dry_run,
+                    cap=int(ctx["params"]["max_terminations"]),
+                    run_id=ctx["run_id"],
+                )
+            finally:
+                wh.close()
+            failed = [d for d in done if d[2] in ("failed", "capped")]
+            if failed:
+                raise RuntimeError(f"job reaper: {len(failed)} instance(s) not ended: {failed[:5]}")
+            return [list(d) for d in done]
+
+        reap()
+
+    return training_job_reaper()
