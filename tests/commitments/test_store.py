@@ -8,6 +8,8 @@ import json
 from datetime import date
 from decimal import Decimal as D
 
+import pytest
+
 from finops.alerts.dedup import AlertLedger
 from finops.alerts.events import emit
 from finops.alerts.routing import register_configured_sinks
@@ -119,39 +121,29 @@ def test_what_if_advice_stored(any_wh):
 
 
 def test_end_dates_from_the_raw_cur(tmp_path, duckdb_wh):
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    from datetime import datetime
 
     from finops.demo.cur_generator import RI_ARN, SP_ARN, GenSpec, write_cur2_period
 
-    d = write_cur2_period(tmp_path / "gen", GenSpec("2026-03", rows=50, seed=3))
+    # the generator writes CUR 2.0's end-time columns as text (RIFee / SavingsPlanRecurringFee);
+    # the SP ends 35 days after the RI, both 1-year terms
+    spec = GenSpec("2026-03", rows=50, seed=3, ri_end=datetime(2027, 3, 20, 7, 59, 59))
+    d = write_cur2_period(tmp_path / "gen", spec)
     files = [tmp_path / "gen" / k for k in d.data_keys]
-    for f in files:  # the generator leaves the end-time columns out; AWS ships them as text
-        t = pq.read_table(f)
-        kind = t["line_item_line_item_type"]
-        sp = pc.equal(kind, "SavingsPlanRecurringFee")
-        ri = pc.equal(kind, "RIFee")
-        for col, mask, value in (
-            ("savings_plan_start_time", sp, "2025-04-01T00:00:00.000Z"),
-            ("savings_plan_end_time", sp, "2026-04-01T00:00:00.000Z"),
-            ("savings_plan_offering_type", sp, "ComputeSavingsPlans"),
-            ("reservation_start_time", ri, "2024-03-20T08:00:00Z"),
-            ("reservation_end_time", ri, "2027-03-20T07:59:59Z"),
-        ):
-            t = t.append_column(col, pc.if_else(mask, pa.scalar(value), pa.scalar(None, pa.string())))
-        pq.write_table(t, f)
     items = {i.commitment_id: i for i in inv.aws_items_from_files(files)}
     assert set(items) == {SP_ARN, RI_ARN}
-    # an end at midnight is exclusive: the plan's last day is 31 March
-    assert (items[SP_ARN].end, items[SP_ARN].start) == (date(2026, 3, 31), date(2025, 4, 1))
-    assert items[SP_ARN].description == "ComputeSavingsPlans"
-    assert items[RI_ARN].end == date(2027, 3, 20)
+    assert (items[RI_ARN].end, items[RI_ARN].start) == (date(2027, 3, 20), date(2026, 3, 20))
+    assert (items[SP_ARN].end, items[SP_ARN].start) == (date(2027, 4, 24), date(2026, 4, 24))
+    # by default the RI ends (00:00, exclusive) 31 days after the period: its last day is the 30th
+    d2 = write_cur2_period(tmp_path / "gen2", GenSpec("2026-03", rows=50, seed=3))
+    by_default = {i.commitment_id: i for i in inv.aws_items_from_files([tmp_path / "gen2" / k for k in d2.data_keys])}
+    assert (by_default[RI_ARN].end, by_default[RI_ARN].start) == (date(2026, 5, 1), date(2025, 5, 2))
+    assert by_default[SP_ARN].end == date(2026, 6, 5)
     seen: list = []  # the billing DAG's after_load hook: the UI rollups first, then the end dates
     inv.then_record_end_dates(seen.append, duckdb_wh, "aws", files, None)
     assert seen == [None]
     assert {i.commitment_id: i.end for i in inv.load(duckdb_wh)} == {
-        SP_ARN: date(2026, 3, 31),
+        SP_ARN: date(2027, 4, 24),
         RI_ARN: date(2027, 3, 20),
     }
     assert inv.record_from_cur_files(duckdb_wh, "gcp", files) is None
@@ -178,3 +170,22 @@ def test_end_dates_from_the_azure_and_gcp_apis():
                       "resources": [{"type": "ACCELERATOR", "amount": "3"}]}]}  # fmt: skip
     (g,) = inv.gcp_commitments(gcp)
     assert (g.end, g.term, g.description) == (date(2027, 1, 1), "TWELVE_MONTH", "3 ACCELERATOR us-central1")
+
+
+@pytest.mark.parametrize("today", [date(2026, 11, 1), date(2026, 11, 30), date(2026, 12, 31), date(2027, 2, 28)])
+def test_demo_ri_is_inside_the_30_day_window_whatever_the_day(tmp_path, today):
+    # the demo writes the closed months before today's with ri_end = last month's end + 31 days:
+    # 31 - day-of-month days left, so a run on any day of the month sees the RI ending soon
+    from datetime import timedelta
+
+    from finops.commitments.expiry import Commitment, expiry_calendar
+    from finops.demo.cur_generator import RI_ARN, GenSpec, write_cur2_period
+    from finops.demo.run import demo_periods
+
+    last = GenSpec(demo_periods(3, today)[-1], rows=50, seed=1)
+    last.ri_end = last.end + timedelta(days=31)
+    d = write_cur2_period(tmp_path, last)
+    ri = next(i for i in inv.aws_items_from_files([tmp_path / k for k in d.data_keys]) if i.commitment_id == RI_ARN)
+    (e,) = expiry_calendar([Commitment("aws", ri.commitment_id, ri.end)], [], today)
+    assert 0 <= e.days_left <= 30  # an expiry alert is due (the 7-day one from 7 days before the end)
+    assert e.alert == (30 if e.days_left > 7 else 7)

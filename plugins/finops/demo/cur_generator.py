@@ -100,8 +100,10 @@ CUR2_SCHEMA = pa.schema(
         ("reservation_reservation_a_r_n", STR), ("reservation_effective_cost", F64),
         ("reservation_unused_amortized_upfront_fee_for_billing_period", F64),
         ("reservation_unused_recurring_fee", F64), ("reservation_unused_quantity", F64),
+        ("reservation_start_time", STR), ("reservation_end_time", STR),
         ("savings_plan_savings_plan_a_r_n", STR), ("savings_plan_savings_plan_effective_cost", F64),
         ("savings_plan_total_commitment_to_date", F64), ("savings_plan_used_commitment", F64),
+        ("savings_plan_start_time", STR), ("savings_plan_end_time", STR),
         ("resource_tags", MAP), ("cost_category", MAP),
     ]
 )
@@ -175,6 +177,9 @@ class GenSpec:
     extra_tags: dict[str, str] = field(default_factory=dict)  # added to the first tagged rows (hostile tests)
     tagged_share: float = 0.75
     spike: Spike | None = None  # the demo's anomaly
+    # the RI's reservation_end_time (exclusive); None: 31 days after this period ends. The SP
+    # ends 35 days after it; both are 1-year terms (start = end - 365 days).
+    ri_end: datetime | None = None
 
     @property
     def start(self) -> datetime:
@@ -442,8 +447,9 @@ class _Gen:
 
     def _table(self, cols: dict[str, Any]) -> pa.Table:
         arrays = []
+        n = len(cols["identity_line_item_id"])
         for f in CUR2_SCHEMA:
-            v = cols[f.name]
+            v = cols.get(f.name, pa.nulls(n, f.type))  # e.g. the commitment times on usage rows
             arrays.append(v if isinstance(v, pa.Array) else pa.array(v, type=f.type))
         return pa.Table.from_arrays(arrays, schema=CUR2_SCHEMA)
 
@@ -465,6 +471,14 @@ class _Gen:
             rows.append(r)
             self.totals.add(line_type, billed, effective)
 
+        ri_end = s.ri_end or s.end + timedelta(days=31)
+        sp_end = ri_end + timedelta(days=35)
+
+        def iso(t: datetime) -> str:  # CUR 2.0 ships these as text
+            return f"{t:%Y-%m-%dT%H:%M:%S.000Z}"
+
+        sp_times = {"savings_plan_start_time": iso(sp_end - timedelta(days=365)), "savings_plan_end_time": iso(sp_end)}
+        ri_times = {"reservation_start_time": iso(ri_end - timedelta(days=365)), "reservation_end_time": iso(ri_end)}
         # Savings Plan: daily recurring fee = commitment; unused = commitment - used that day
         for d in range(s.days):
             used = int(self.sp_used_by_day[d])
@@ -473,7 +487,7 @@ class _Gen:
                 line_item_product_code="ComputeSavingsPlans", line_item_usage_type="ComputeSP:1yrNoUpfront",
                 line_item_line_item_description="1 year No Upfront Compute Savings Plan",
                 savings_plan_savings_plan_a_r_n=SP_ARN, savings_plan_total_commitment_to_date=commitment,
-                savings_plan_used_commitment=used, line_item_usage_amount=24 * 10**8, pricing_unit="Hrs")
+                savings_plan_used_commitment=used, line_item_usage_amount=24 * 10**8, pricing_unit="Hrs", **sp_times)
         if s.include_purchases:
             row("SavingsPlanUpfrontFee", 1_500_000_000_000, 0, hours=1,
                 line_item_product_code="ComputeSavingsPlans", line_item_usage_type="ComputeSP:3yrPartialUpfront",
@@ -491,7 +505,7 @@ class _Gen:
             line_item_usage_type="USE1-HeavyUsage:g5.2xlarge", line_item_line_item_description="USD 0.73 hourly fee per Linux g5.2xlarge",
             reservation_reservation_a_r_n=RI_ARN, reservation_unused_amortized_upfront_fee_for_billing_period=unused_upfront,
             reservation_unused_recurring_fee=unused_recurring, reservation_unused_quantity=int(24 * 10**8),
-            line_item_usage_amount=24 * s.days * 10**8, pricing_unit="Hrs")
+            line_item_usage_amount=24 * s.days * 10**8, pricing_unit="Hrs", **ri_times)
         for i, acct in enumerate(ACCOUNTS):
             credit = -(2_500_000_000 + i * 1_234_567_891)
             row("Credit", credit, credit, hours=24 * s.days, account=acct, line_item_product_code="AmazonEC2",

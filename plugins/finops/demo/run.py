@@ -119,9 +119,10 @@ def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str
     s3.create_bucket(Bucket=src.bucket)
     expected: dict[str, Decimal] = {}
     work = finops_home() / "demo-exports" / "aws"
-    for i, period in enumerate(periods):
+    ri_end = gen.GenSpec(periods[-1]).end + timedelta(days=31)  # one RI end date in every delivery:
+    for i, period in enumerate(periods):  # inside the 30-day warning window all this month
         spike = DEMO_SPIKE if i == len(periods) - 1 else None  # the anomaly stage's spike
-        spec = gen.GenSpec(period=period, rows=rows_per_month, seed=100 + i, spike=spike)
+        spec = gen.GenSpec(period=period, rows=rows_per_month, seed=100 + i, spike=spike, ri_end=ri_end)
         delivery = gen.write_and_upload_cur2(s3, src.bucket, src.prefix, spec, work / period)
         expected[period] = delivery.totals.billed_total
     return expected
