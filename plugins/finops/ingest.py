@@ -702,6 +702,7 @@ def _quarantine(
     .quarantine_summary) and alert; the partition is untouched."""
     from finops.alerts.events import AlertEvent, emit
     from finops.quality import diagnose, quarantine_batch
+    from finops.ui.quarantine_docs import docs_url
 
     diagnosis = diagnose(error, report)
     qpath = quarantine_batch(
@@ -736,6 +737,7 @@ def _quarantine(
                 "manifest_key": batch.manifest_key,
                 "assembly_id": batch.assembly_id,
                 "quarantine_path": str(qpath),
+                "data_docs": docs_url(diagnosis.data_docs_path) or diagnosis.data_docs_path,
             },
             dedup_key=f"ingest:{batch.source}:{batch.billing_period}",
         )

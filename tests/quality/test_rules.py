@@ -128,10 +128,22 @@ def test_json_object_rule_flags_everything_but_objects(typ):
 
 
 def test_parent_category_rule_flags_wrong_and_unknown_subcategories():
+    """A GX built-in (ExpectColumnPairValuesToBeInSet), run through GX on DuckDB."""
+    import duckdb
+
+    from finops.quality.gx_run import run_suite
+
     rule = next(r for r in build_rules("2026-03") if r.key == "service_subcategory:parent_category")
+    assert rule.kind == "pair_in_set"
     ok = [("Virtual Machines", "Compute"), (None, "Storage"), ("Virtual Machines", None)]
     bad = [("Virtual Machines", "Storage"), ("No Such Thing", "Compute"), ("virtual machines", "Compute")]
-    assert _offending(rule, "VARCHAR", ok + bad) == sorted(bad, key=repr)
+    con = duckdb.connect()
+    con.execute("CREATE TABLE t (service_subcategory VARCHAR, service_category VARCHAR)")
+    con.executemany("INSERT INTO t VALUES (?, ?)", ok + bad)
+    _result, failed, _docs = run_suite(con, "t", [rule])
+    (got_rule, entry), = failed
+    assert got_rule is rule and entry["result"]["unexpected_count"] == len(bad)
+    assert sorted(map(tuple, entry["result"]["partial_unexpected_list"]), key=repr) == sorted(bad, key=repr)
 
 
 def test_each_currency_reconciles_on_its_own():

@@ -92,7 +92,7 @@ def _break(rows):
         (
             "billing_period_start",
             datetime(2026, 2, 1),
-            "billing_period_start: billing period start not in batch period 2026-03 (1 row)",
+            "billing_period_start: billing period start not in batch period 2026-03: ['2026-02-01T00:00:00'] (1 row)",
         ),
     ]
     for i, (col, value, _) in enumerate(b):
@@ -103,21 +103,33 @@ def _break(rows):
         datetime(2026, 2, 28, 23),
         datetime(2026, 3, 1),
     )
-    expected.append("charge_period_start: charge period starts before its billing period (1 row)")
+    expected.append(
+        "charge_period_start: charge period starts before its billing period: "
+        "[('2026-02-28T23:00:00', '2026-03-01T00:00:00')] (1 row)"
+    )
     rows[i + 1]["charge_period_start"], rows[i + 1]["charge_period_end"] = (
         datetime(2026, 3, 31, 23),
         datetime(2026, 4, 1, 1),
     )
-    expected.append("charge_period_end: charge period ends after its billing period (1 row)")
+    expected.append(  # built-in pair expectations show (column_A, column_B)
+        "charge_period_end: charge period ends after its billing period: "
+        "[('2026-04-01T00:00:00', '2026-04-01T01:00:00')] (1 row)"
+    )
     rows[i + 2]["charge_period_end"] = rows[i + 2]["charge_period_start"]
     rows[i + 3]["billing_period_end"] = rows[i + 3]["billing_period_start"]
-    expected.append("billing_period_end: billing period end not after its start (1 row)")
+    expected.append(
+        "billing_period_end: billing period end not after its start: "
+        "[('2026-03-01T00:00:00', '2026-03-01T00:00:00')] (1 row)"
+    )
     # an empty billing period has no room for a charge period: this row also breaks start < end
     rows[i + 3]["charge_period_start"], rows[i + 3]["charge_period_end"] = (
         datetime(2026, 3, 1),
         datetime(2026, 3, 1),
     )
-    expected.append("charge_period_start: charge period start not before its end (2 rows)")
+    expected.append(
+        "charge_period_start: charge period start not before its end: "
+        "[('2026-03-16T00:00:00', '2026-03-16T00:00:00'), ('2026-03-01T00:00:00', '2026-03-01T00:00:00')] (2 rows)"
+    )
     return expected
 
 

@@ -2,15 +2,21 @@
 parquet, or the partition the embedded warehouse has just inserted (not yet committed).
 
 Why SQL and not pandas: GX pushes every expectation down as SQL, DuckDB streams the data
-column by column, so a 10M-row month validates in bounded memory. Two passes: BOOLEAN_ONLY
-over everything (one aggregate per column, fast), then SUMMARY only for the failed rules to
-get row counts and sample values for the messages.
+column by column, so a 10M-row month validates in bounded memory. Each pass is a GX Checkpoint
+over a ValidationDefinition (batch + suite), as GX users run it: BOOLEAN_ONLY over everything
+(one aggregate per column, fast), then SUMMARY only for the failed rules to get row counts and
+sample values for the messages. The results stay in the run's (ephemeral) context, so a
+quarantined batch can have them rendered as a Data Docs site beside its files (`DataDocs`);
+a passing batch never pays for rendering.
 """
 
 from __future__ import annotations
 
+import html
 import logging
 import uuid
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from finops.quality.rules import Rule
@@ -33,10 +39,56 @@ def _context() -> Any:
     return ctx
 
 
+@dataclass
+class DataDocs:
+    """The GX context holding a batch's validation results, able to render them as a Data Docs
+    site (GX's own HTML: index.html + one page per Checkpoint run) into a folder."""
+
+    context: Any
+
+    def render(self, folder: Path) -> Path:
+        """Build the site under `folder` (created); return its index.html.
+
+        GX writes the values it quotes (unexpected values, sampled rows) into the HTML as they
+        are, so a hostile export value would become markup: they are HTML-escaped in the stored
+        results first."""
+        store = self.context.validation_results_store
+        for key in store.list_keys():
+            run = store.get(key)
+            for r in run.results:
+                r.result = _escaped(r.result)
+            store.set(key, run)
+        folder.mkdir(parents=True, exist_ok=True)
+        site = f"quarantine_{uuid.uuid4().hex[:8]}"
+        self.context.add_data_docs_site(
+            site,
+            {
+                "class_name": "SiteBuilder",
+                "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(folder)},
+                "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
+            },
+        )
+        self.context.build_data_docs(site_names=[site])
+        index = folder / "index.html"
+        if not index.is_file():
+            raise RuntimeError(f"GX built no Data Docs index under {folder}")
+        return index
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return html.escape(value)
+    if isinstance(value, dict):
+        return {k: _escaped(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_escaped(v) for v in value)
+    return value
+
+
 def run_suite(
     con: duckdb.DuckDBPyConnection, table: str, rules: list[Rule]
-) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
-    """(GX result as JSON dict, [(failed rule, its SUMMARY result entry)]).
+) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]], DataDocs]:
+    """(GX result as JSON dict, [(failed rule, its SUMMARY result entry)], the results' DataDocs).
 
     GX runs on `con` itself (gx_duckdb.shared): it sees `con`'s temp views and the rows of
     its open transaction, and inherits its memory limit and threads."""
@@ -48,19 +100,32 @@ def run_suite(
         ds = ctx.data_sources.add_sql(
             name=name, connection_string=f"{gd.SCHEME}:///:memory:", kwargs=engine_kwargs
         )
-        return _validate(ds, table, rules)
+        result, details = _validate(ctx, ds, table, rules)
+        return result, details, DataDocs(ctx)
+
+
+def _checkpoint(ctx: Any, batch_definition: Any, suite: Any, result_format: Any) -> dict[str, Any]:
+    """Run `suite` on the batch through a GX Checkpoint; the result as a JSON dict."""
+    import great_expectations as gx
+
+    suite = ctx.suites.add(suite)
+    vd = ctx.validation_definitions.add(
+        gx.ValidationDefinition(name=f"{suite.name}_{uuid.uuid4().hex[:6]}", data=batch_definition, suite=suite)
+    )
+    checkpoint = ctx.checkpoints.add(
+        gx.Checkpoint(name=f"{vd.name}_checkpoint", validation_definitions=[vd], actions=[], result_format=result_format)
+    )
+    (run,) = checkpoint.run().run_results.values()
+    result: dict[str, Any] = run.to_json_dict()
+    return result
 
 
 def _validate(
-    ds: Any, table: str, rules: list[Rule]
+    ctx: Any, ds: Any, table: str, rules: list[Rule]
 ) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
     try:
-        batch = (
-            ds.add_table_asset(name="focus", table_name=table)
-            .add_batch_definition_whole_table("all")
-            .get_batch()
-        )
-        result = batch.validate(build_suite(rules), result_format="BOOLEAN_ONLY").to_json_dict()
+        batch_definition = ds.add_table_asset(name="focus", table_name=table).add_batch_definition_whole_table("all")
+        result = _checkpoint(ctx, batch_definition, build_suite(rules), "BOOLEAN_ONLY")
         failed_keys = {r["expectation_config"]["meta"]["rule"] for r in result["results"] if not r["success"]}
         failed = [r for r in rules if r.key in failed_keys]
         by_key: dict[str, dict[str, Any]] = {}
@@ -70,12 +135,8 @@ def _validate(
         summary = [r for r in failed if r not in complete]
         for subset, fmt in ((summary, "SUMMARY"), (complete, "COMPLETE")):
             if subset:
-                res = batch.validate(
-                    build_suite(subset, name=f"focus_staging_{fmt.lower()}"), result_format=fmt
-                )
-                by_key.update(
-                    {r["expectation_config"]["meta"]["rule"]: r for r in res.to_json_dict()["results"]}
-                )
+                res = _checkpoint(ctx, batch_definition, build_suite(subset, name=f"focus_staging_{fmt.lower()}"), fmt)
+                by_key.update({r["expectation_config"]["meta"]["rule"]: r for r in res["results"]})
         details = [(r, by_key[r.key]) for r in failed if r.key in by_key]
         result["results"] = [
             by_key.get(r["expectation_config"]["meta"]["rule"], r) for r in result["results"]

@@ -2,7 +2,9 @@
 
 Layout: FINOPS_HOME/quarantine/<source>/<billing_period>/<load_id>/ holding the raw files
 (copied, never moved: the raw cache stays as it was), quarantine-report.md (for a person:
-cause, failing column / rule, rows, examples, what to do), report.json and gx_result.json.
+cause, failing column / rule, rows, examples, what to do, a link to the Data Docs),
+report.json, gx_result.json and data_docs/ (GX's Data Docs site of the batch's validation,
+when validation ran).
 Append-only: a second quarantine of the same load never deletes or overwrites what is there;
 its files get a numeric suffix (report.1.json, ...), identical raw files are not copied twice.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 from datetime import UTC, datetime
@@ -21,6 +24,8 @@ from finops.paths import path_segment, subdir
 from finops.quality.quarantine_report import REPORT_NAME, Diagnosis, diagnose, render
 from finops.quality.report import ValidationReport, _jsonable
 from finops.quality.rules import check_period
+
+log = logging.getLogger(__name__)
 
 
 def quarantine_dir(source: str, billing_period: str, load_id: str) -> Path:
@@ -103,6 +108,10 @@ def quarantine_batch(
     body = report.to_json_dict() if report is not None else None
     gx = body.pop("gx_result", None) if body else None
     gx_path = _write_new(folder, "gx_result.json", gx) if gx else None
+    docs = _data_docs(report, folder)
+    if docs is not None:
+        diagnosis.data_docs_path = str(docs)
+    docs_rel = docs.relative_to(folder).as_posix() if docs is not None else None
     md = render(
         diagnosis,
         source=source,
@@ -112,6 +121,7 @@ def quarantine_batch(
         variant=variant,
         files=files,
         quarantined_at=now,
+        data_docs=docs_rel,
     )
     md_path = _write_new(folder, REPORT_NAME, md)
     diagnosis.report_path = str(md_path)
@@ -130,6 +140,21 @@ def quarantine_batch(
             "files": files,
             "validation": body,
             "gx_result_file": gx_path.name if gx_path else None,
+            "data_docs": docs_rel,
         },
     )
     return folder
+
+
+def _data_docs(report: ValidationReport | None, folder: Path) -> Path | None:
+    """Render the batch's GX Data Docs into a new folder/data_docs[.N]; its index.html, or None
+    when no validation ran. Rendering is a convenience: a failure is logged, never stops the
+    quarantine."""
+    if report is None or report.data_docs is None:
+        return None
+    try:
+        index: Path = report.data_docs.render(_free_name(folder, "data_docs"))
+        return index
+    except Exception:  # noqa: BLE001 - the files and the Markdown report must still be kept
+        log.warning("could not render Data Docs under %s", folder, exc_info=True)
+        return None

@@ -88,6 +88,7 @@ class Diagnosis:
     problems: list[dict[str, Any]] = field(default_factory=list)
     error: str = ""
     report_path: str | None = None  # set once quarantine_batch has written the Markdown report
+    data_docs_path: str | None = None  # the GX Data Docs index.html rendered beside the files, if any
 
     @property
     def headline(self) -> str:
@@ -210,8 +211,10 @@ def render(
     variant: str | None,
     files: list[dict[str, Any]],
     quarantined_at: str,
+    data_docs: str | None = None,
 ) -> str:
-    """The Markdown report kept beside the quarantined files."""
+    """The Markdown report kept beside the quarantined files; `data_docs`: the Data Docs
+    index.html relative to the report's folder."""
     out = [
         f"# Quarantined: {source} {billing_period}",
         "",
@@ -228,6 +231,8 @@ def render(
     for f in files:
         size = f"{f['bytes']} bytes" if "bytes" in f else "missing at quarantine time"
         out.append(f"- `{f.get('stored_as') or f['name']}` ({size}), from `{f['original']}`")
+    if data_docs:
+        out += ["", f"Great Expectations Data Docs of this batch's validation: [{data_docs}]({data_docs})"]
     out += ["", "## What failed", "", "| column | rule | rows | examples |", "|---|---|---|---|"]
     for p in diagnosis.problems[:50]:
         rows = "" if p.get("rows") is None else str(p["rows"])

@@ -18,6 +18,8 @@ class ValidationReport:
     # the failures as data, one per failed rule: {"column", "rule", "rows", "examples", "message"}
     # (rows None where a check counts no rows, e.g. reconciliation); what a quarantine report lists
     problems: list[dict[str, Any]] = field(default_factory=list)
+    # the GX results, renderable as Data Docs (gx_run.DataDocs); not part of the JSON
+    data_docs: Any = field(default=None, repr=False, compare=False)
 
     def to_json_dict(self) -> dict[str, Any]:
         """Plain JSON types; Decimals become strings so no cent is lost to float."""

@@ -19,6 +19,25 @@ def to_expectation(rule: Rule) -> Any:
         return gxe.ExpectColumnValuesToNotBeNull(column=rule.column, meta=meta)
     if rule.kind == "in_set":
         return gxe.ExpectColumnValuesToBeInSet(column=rule.column, value_set=list(rule.values), meta=meta)
+    if rule.kind == "between":
+        low, high = rule.values
+        return gxe.ExpectColumnValuesToBeBetween(
+            column=rule.column, min_value=low, max_value=high, strict_max=True, meta=meta
+        )
+    if rule.kind == "pair_greater":
+        a, b = rule.needs
+        return gxe.ExpectColumnPairValuesAToBeGreaterThanB(
+            column_A=a, column_B=b, or_equal=rule.or_equal, ignore_row_if="either_value_is_missing", meta=meta
+        )
+    if rule.kind == "pair_in_set":
+        a, b = rule.needs
+        return gxe.ExpectColumnPairValuesToBeInSet(
+            column_A=a,
+            column_B=b,
+            value_pairs_set=[tuple(p) for p in rule.values],
+            ignore_row_if="either_value_is_missing",
+            meta=meta,
+        )
     if rule.kind == "rows":
         # sampled values are cut to 100 characters: a 10 kB hostile string stays out of reports
         cols = ", ".join(

@@ -110,11 +110,11 @@ def validate_relation(
     from finops.quality.gx_run import failure_message, failure_problem, run_suite
 
     rules = [r for r in build_rules(billing_period, source) if not set(r.needs) & set(bad_columns)]
-    gx_result, failed = run_suite(con, relation, rules)
+    gx_result, failed, data_docs = run_suite(con, relation, rules)
     failures += [failure_message(rule, entry) for rule, entry in failed]
     problems += [failure_problem(rule, entry) for rule, entry in failed]
     stats["rules_checked"] = len(rules)
-    report = ValidationReport(not failures, failures, stats, gx_result, problems)
+    report = ValidationReport(not failures, failures, stats, gx_result, problems, data_docs=data_docs)
     log.info("validated %s %s: %s, %d failures", source, billing_period, report.success, len(failures))
     return report
 

@@ -17,6 +17,7 @@ from finops.ui.hardening import harden
 from finops.ui.jobs_api import router as jobs_router
 from finops.ui.inference_api import router as inference_router
 from finops.ui.plan_api import router as plan_router
+from finops.ui.quarantine_docs import router as quarantine_docs_router
 
 STATIC = Path(__file__).parent / "static"
 
@@ -80,6 +81,7 @@ def create_app() -> FastAPI:
     app.include_router(inference_router)
     app.include_router(commitments_router)
     app.include_router(feedback_router)
+    app.include_router(quarantine_docs_router)
     harden(app)  # 503s without host details, HEAD as GET without a body
     return app
 
