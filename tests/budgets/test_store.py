@@ -125,7 +125,8 @@ def test_routed_per_team_and_hostile_names_escaped(any_wh, alert_slack, alert_sm
         assert "\n" not in str(msg["Subject"]) and "\r" not in str(msg["Subject"])
     hostile_html = [m for m in alert_smtp.messages if "hostile" in str(m["Subject"])][0]
     assert "&lt;img src=x onerror=alert(1)&gt;" in hostile_html.get_body(("html",)).get_content()
-    csv = [p for p in hostile_html.iter_attachments()][0].get_content()
+    body = [p for p in hostile_html.iter_attachments()][0].get_content()
+    csv = body.decode() if isinstance(body, bytes) else body  # SmtpHook attaches files as octet-stream
     assert not any(cell.startswith(("=", '"=')) for line in csv.splitlines() for cell in line.split(","))
 
 
