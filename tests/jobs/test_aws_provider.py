@@ -114,7 +114,7 @@ def test_capacity_spot_reclaim_fallback_and_exit_code(finops_home, moto_reset, e
     ec2 = boto3.client("ec2", region_name="us-east-1")
     s3 = boto3.client("s3", region_name="us-east-1")
     s3.create_bucket(Bucket="ckpts")
-    ami = ec2.describe_images(Owners=["amazon"])["Images"][0]["ImageId"]
+    ami = "ami-0abcdef1234567890"  # moto accepts any well-formed id; listing its AMIs costs seconds
     cands = [_cand("p5.48xlarge", "spot", "3", "H100"), _cand("g5.xlarge", "spot", "0.40", "A10G"),
              _cand("g5.xlarge", "ondemand", "1.006", "A10G")]  # fmt: skip
     op = TrainingJobOperator(

@@ -61,3 +61,39 @@ def test_unknown_gpu_memory_stays_unknown():
     )
     (cand,) = candidates_from_offers(offers)
     assert cand.gpu_memory_gib is None and cand.step_ms == {"fp32": 80.0}
+
+
+def test_candidates_from_the_warehouse_join_benchmarks_prices_and_memory(duckdb_wh, bench_doc):
+    from finops.gpubench.store import store_result
+    from finops.jobs.candidates import candidates_from_warehouse
+
+    target = {"provider": "aws", "region": "us-east-1", "instance_type": "p5.48xlarge", "pricing_model": "ondemand",
+              "gpu_count": 8}  # fmt: skip
+    store_result(duckdb_wh, bench_run_id="b1", dag_run_id=None, target=target, doc=bench_doc)
+    at = datetime(2026, 11, 20)
+    cols = "provider, region, instance_type, price_per_hour, currency, observed_at, source, fetched_at"
+    for table, itype, price, cur in (
+        ("ondemand_prices", "p5.48xlarge", "98.32", "USD"),
+        ("spot_prices", "p5.48xlarge", "41.0725", "USD"),
+        ("ondemand_prices", "p5.48xlarge", "90.00", "EUR"),  # another currency: not a candidate
+        ("ondemand_prices", "g5.xlarge", "1.006", "USD"),  # never benchmarked: not a candidate
+    ):
+        duckdb_wh.execute(
+            f"INSERT INTO {table} ({cols}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            ["aws", "us-east-1" if cur == "USD" else "eu-west-1", itype, Decimal(price), cur, at, "t", at],
+        )
+    duckdb_wh.execute(
+        "INSERT INTO instance_catalog (provider, instance_type, gpu_model, gpu_count, gpu_memory_gib, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        ["aws", "p5.48xlarge", "H100-80GB", 8, 80.0, at],
+    )
+    cands = sorted(candidates_from_warehouse(duckdb_wh), key=lambda c: c.pricing_model)
+    assert [(c.pricing_model, c.price_per_hour) for c in cands] == [
+        ("ondemand", Decimal("98.32")),
+        ("spot", Decimal("41.0725")),
+    ]
+    assert all(c.gpu_count == 8 and c.gpu_memory_gib == 80.0 for c in cands)
+    assert dict(cands[1].step_ms) == {"fp32": 400.0, "amp_bf16": 100.0}
+    # a job whose 60 GiB model fits the H100 runs on the benchmarked place
+    spec = parse_job_spec(job_spec_data(min_gpu_memory_gib=60))
+    assert plan(spec, cands, NOW).candidate.instance_type == "p5.48xlarge"

@@ -280,3 +280,10 @@ def test_reaper_ends_instances_no_running_job_owns(finops_home, tmp_path):
     for iid in (owned, untagged):
         provider.terminate(iid)
     assert provider.find() == []
+
+
+def test_dry_run_reads_candidates_from_the_warehouse(finops_home, tmp_path):
+    op = _op(tmp_path, _spec(tmp_path), "warehouse")
+    op.dry_run_flag = "true"
+    out = op.execute(_ctx())  # nothing benchmarked or priced yet: nowhere to run
+    assert (out["action"], out["reason"], out["candidate"]) == ("stop", "no candidate can run this job", None)

@@ -1,15 +1,18 @@
 """Planner candidates from what the project measures: `finops.gpubench.pricing` offers (benchmark
 step times joined with instance prices and spot interruption rates, see `offers_for`) plus GPU
-memory per model from the catalog. Pure: the edge reads the warehouse and passes plain values.
+memory per model from the catalog. `candidates_from_offers` is pure; `candidates_from_warehouse`
+is the edge that reads them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from decimal import Decimal
 
 from finops.gpubench.pricing import Offer
 from finops.jobs.planner import Candidate
+from finops.warehouse.base import Warehouse
 
 
 def candidates_from_offers(
@@ -35,3 +38,32 @@ def candidates_from_offers(
         )
         for o in offers
     ]
+
+
+def candidates_from_warehouse(wh: Warehouse, currency: str = "USD") -> list[Candidate]:
+    """The planner's candidates from what the project measured and priced: the newest benchmark
+    step times per instance type (`gpu_benchmarks`) joined with the newest Linux prices
+    (`latest_prices`, in `currency` only: a candidate has no currency of its own), and GPU memory
+    per GPU from `instance_catalog` for that instance type, else the static catalog. Spot
+    interruption rates are not derived yet: spot candidates get the planner's default rate."""
+    from finops.gpubench import pricing, store
+    from finops.gpubench.report import latest_prices
+    from finops.prices.gpu_models import known_instance
+
+    measured = pricing.measured_from_rows(store.latest_rows(wh))
+    prices = [p for p in latest_prices(wh) if p.currency == currency]
+    try:
+        rows = wh.query(
+            "SELECT provider, instance_type, MAX(gpu_memory_gib) FROM instance_catalog "
+            "WHERE gpu_memory_gib IS NOT NULL GROUP BY provider, instance_type"
+        )
+    except Exception:  # noqa: BLE001 - no catalog yet: the static table still answers
+        rows = []
+    memory = {(str(p), str(t)): float(g) for p, t, g in rows}
+    out = []
+    for c in candidates_from_offers(pricing.offers_for(measured, prices)):
+        mem = memory.get((c.provider, c.instance_type))
+        if mem is None and (spec := known_instance(c.provider, c.instance_type)) is not None:
+            mem = spec.gpu_memory_gib
+        out.append(replace(c, gpu_memory_gib=None if mem is None else float(mem)))
+    return out

@@ -34,9 +34,10 @@ from finops.jobs.executor import (
     job_id_for,
     provider_from_config,
 )
-from finops.jobs.planner import PlanSettings, plan
+from finops.jobs.planner import Candidate, PlanSettings, plan
 from finops.jobs.spec import JobSpec, parse_job_spec
 from finops.jobs.store import JobRecord, JobStore
+from finops.warehouse.base import Warehouse
 
 
 class TrainingJobOperator(BaseOperator):
@@ -49,7 +50,7 @@ class TrainingJobOperator(BaseOperator):
         self,
         *,
         spec: dict[str, Any] | str,
-        candidates: list[dict[str, Any]] | str,
+        candidates: list[dict[str, Any]] | str,  # or "warehouse"
         provider: dict[str, Any] | str | None = None,
         dry_run: bool | str = True,
         poll_s: float | str = 30.0,
@@ -77,6 +78,15 @@ class TrainingJobOperator(BaseOperator):
     def _spec(self) -> JobSpec:
         return parse_job_spec(self._json(self.spec), f"task {self.task_id}: job spec")
 
+    def _candidates(self, wh: Warehouse) -> list[Candidate]:
+        """The candidates given, or `"warehouse"`: benchmarks x the newest prices
+        (`finops.jobs.candidates.candidates_from_warehouse`), read at every plan."""
+        if isinstance(self.candidates, str) and self.candidates.strip() == "warehouse":
+            from finops.jobs.candidates import candidates_from_warehouse
+
+            return candidates_from_warehouse(wh)
+        return [candidate_from_dict(c) for c in self._json(self.candidates)]
+
     def _is_dry_run(self) -> bool:
         v = self.dry_run_flag
         return v.strip().lower() not in ("false", "0", "no", "off") if isinstance(v, str) else bool(v)
@@ -102,7 +112,7 @@ class TrainingJobOperator(BaseOperator):
             self._spec(),
             JobStore(wh),
             provider_from_config(self._json(self.provider_config)),
-            [candidate_from_dict(c) for c in self._json(self.candidates)],
+            self._candidates(wh),
             job_id=job_id_for(dag_id, run_id, task_id, map_index),
             dag_id=dag_id,
             run_id=run_id,
@@ -191,14 +201,13 @@ class TrainingJobOperator(BaseOperator):
         from finops.warehouse import connect
 
         spec = self._spec()
-        cands = [candidate_from_dict(c) for c in self._json(self.candidates)]
-        decision = plan(spec, cands, datetime.now(UTC), None, self.plan_settings)
-        table = decision.table()
-        self.log.info("DRY RUN: nothing is launched.\n%s", table)
         dag_id, run_id, task_id, map_index = self._ids(context)
         job_id = job_id_for(dag_id, run_id, task_id, map_index)
         wh = connect()
         try:
+            decision = plan(spec, self._candidates(wh), datetime.now(UTC), None, self.plan_settings)
+            table = decision.table()
+            self.log.info("DRY RUN: nothing is launched.\n%s", table)
             store = JobStore(wh)
             job = store.get_job(job_id) or JobRecord(
                 job_id=job_id, name=spec.name, team=spec.team, project=spec.project,

@@ -78,6 +78,9 @@ def training_job_params() -> dict[str, Param]:
         "candidates": P(LOCAL_CANDIDATES, "Where it may run",
                         "[{provider, region, instance_type, pricing_model, price_per_hour, gpu_model, "
                         "gpu_memory_gib, step_ms, interruption_rate_per_h}]", type="array"),
+        "candidates_from_warehouse": P(False, "Candidates from the warehouse",
+                                       "ignore the list above: benchmarked instance types x the newest prices",
+                                       type="boolean"),
         "poll_seconds": P(30, "Progress poll interval (s)", "how often the trigger checks the attempt",
                           type="number", minimum=0.05, maximum=3600),
         "dry_run": P(True, "Dry run", "plan and show the table; launch nothing", type="boolean"),
@@ -134,11 +137,14 @@ def build_training_job_dag(dag_id: str = DAG_ID, doc_md: str | None = None) -> D
             p = dict(get_current_context()["params"])
             jobs_dir = subdir("jobs")
             spec = parse_job_spec(spec_from_params(p, str(jobs_dir / "checkpoints")), "params")
-            cands = p.get("candidates") or []
-            if isinstance(cands, str):
-                cands = json.loads(cands)
-            for c in cands:
-                candidate_from_dict(c)  # fails here, naming the field, not in the operator
+            cands: Any = p.get("candidates") or []
+            if p.get("candidates_from_warehouse"):
+                cands = "warehouse"  # read when the operator plans, each time it plans
+            else:
+                if isinstance(cands, str):
+                    cands = json.loads(cands)
+                for c in cands:
+                    candidate_from_dict(c)  # fails here, naming the field, not in the operator
             return {
                 "spec": json.loads(spec.model_dump_json()),
                 "candidates": cands,
