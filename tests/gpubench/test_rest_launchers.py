@@ -22,7 +22,7 @@ NOW = datetime(2026, 11, 16, 6, 0, tzinfo=UTC)
 
 
 def _settings(target: dict):
-    return parse_settings({"ttl_minutes": 30, "targets": [target]})
+    return parse_settings({"ttl_minutes": 30, "serving": False, "targets": [target]})  # inline bundle
 
 
 def _spec(settings, run="manual__1", now=NOW) -> tuple[dict, LaunchSpec]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from finops.alerts.events import AlertEvent, emit
 from finops.exceptions import ConfigError, FinopsError
-from finops.gpubench import audit, bootstrap, store
+from finops.gpubench import audit, bootstrap, payload, store
 from finops.gpubench.launchers.base import (
     ENDING,
     Instance,
@@ -30,6 +30,7 @@ from finops.gpubench.launchers.base import (
     bench_run_id,
     iso,
 )
+from finops.gpubench.payload import PayloadStore
 from finops.gpubench.settings import BenchSettings, Target
 from finops.warehouse.base import Warehouse
 
@@ -37,6 +38,10 @@ log = logging.getLogger(__name__)
 DAG_ID = "finops_gpu_benchmark"
 
 Presign = Callable[[str, int], str]  # (results uri, expires_in_s) -> https URL the instance PUTs to
+
+
+class CloudCleanupError(FinopsError, RuntimeError):
+    """The instances are gone, but the run's bundle could not be deleted from object storage."""
 
 
 class CollectError(FinopsError, RuntimeError):
@@ -61,6 +66,9 @@ def plan(settings: BenchSettings, only: list[str] | None = None, max_instances: 
 
 
 def results_uri(settings: BenchSettings, bid: str) -> str:
+    if not settings.results_bucket:
+        raise ConfigError("benchmarks.results_bucket is not set: S3 results need a bucket (or give the target "
+                          "a results_base)")
     return f"s3://{settings.results_bucket}/{settings.results_prefix}/{bid}.json"
 
 
@@ -112,27 +120,29 @@ def prepare(settings: BenchSettings, target: dict[str, Any], dag_run_id: str, *,
 
 
 def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher | None, *, dry_run: bool,
-           wh: Warehouse | None, presign: Presign | None) -> dict[str, Any]:
+           wh: Warehouse | None, presign: Presign | None, payloads: PayloadStore | None = None) -> dict[str, Any]:
     """Render the bootstrap, launch (unless dry-run), audit. On failure: audited, recorded, alerted, raised
-    (the launcher already terminated anything it created; teardown double-checks by tag)."""
+    (the launcher already terminated anything it created; teardown double-checks by tag). A bundle
+    too big for the cloud's user data goes to `payloads` first (see payload.py); a failed launch
+    deletes it, as teardown and the reaper do."""
     t = prepared["target"]
     bid = prepared["bench_run_id"]
     expires = datetime.fromisoformat(prepared["expires_at"].replace("Z", "+00:00"))
     ttl_s = settings.ttl_minutes * 60
     context = {"bench_run_id": bid, "provider": t["provider"], "region": t["region"],
                "instance_type": t["instance_type"], "pricing_model": t["pricing_model"]}
-    # --device=cuda: on an instance whose torch sees no GPU (driver not loaded, CPU-only wheel) the suite
-    # must fail (exit 2 -> error document), not fall back to CPU and report CPU figures as the GPU's.
-    args = ["--device=cuda", *(["--quick"] if settings.quick else [])]
-    user_data = bootstrap.render(
+    staged = payload.stage(
+        provider=t["provider"], bench_run_id=bid,
         upload=upload_snippet(prepared["results_uri"], presign, ttl_s + 600) if not dry_run
         else "echo dry-run: no upload",
-        ttl_minutes=settings.ttl_minutes, bench_args=[*args, *settings.bench_args], context=context,
+        ttl_minutes=settings.ttl_minutes, bench_args=settings.suite_args(), context=context,
+        bucket=settings.results_bucket, prefix=settings.results_prefix, store=payloads, dry_run=dry_run,
     )
+    user_data = staged.user_data
     out = Launched(bid, t, prepared["results_uri"], prepared["expires_at"], dry_run,
                    launched_at=iso(datetime.now(UTC)), user_data_bytes=len(user_data.encode()))
     evidence = {"target": t["key"], "expires_at": prepared["expires_at"], "user_data_bytes": out.user_data_bytes,
-                "results_uri": prepared["results_uri"]}
+                "results_uri": prepared["results_uri"]} | staged.evidence()
     if dry_run:
         audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"],
                      resource_id=bid, action="launch", result="dry_run", dry_run=True,
@@ -155,6 +165,8 @@ def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher
     except Exception as e:
         cleaned = getattr(e, "cleaned", False)
         found = list(getattr(e, "found", []))
+        if staged.uploaded:  # the instance is gone (or will fail its fetch): its bundle goes too
+            evidence["payload_cleanup"] = payload.drop(payloads, bid) or "deleted"
         # the failed call may have created instances that the cleanup then ended: each one is a
         # launch and a termination that policy_actions must show, by instance id
         for iid in getattr(e, "terminated", []):
@@ -244,10 +256,12 @@ class TerminateReport:
 
 
 def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh: Warehouse | None,
-              timeout_s: float = 600.0, poll_s: float = 5.0, sleep: Callable[[float], None] = time.sleep
-              ) -> TerminateReport:
+              timeout_s: float = 600.0, poll_s: float = 5.0, sleep: Callable[[float], None] = time.sleep,
+              payloads: PayloadStore | None = None) -> TerminateReport:
     """Find the run's instances by tag, terminate them and poll until they are gone. A failing
-    terminate call is retried (exponential backoff) until `timeout_s`; then TerminateError."""
+    terminate call is retried (exponential backoff) until `timeout_s`; then TerminateError.
+    The run's fetched bundle (if any) is deleted first; a failed delete is retried once the
+    instances are gone and then fails the teardown (its retry deletes it)."""
     t = prepared["target"]
     bid = prepared["bench_run_id"]
     rep = TerminateReport(bid, dry_run=dry_run)
@@ -256,8 +270,12 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
     asked: set[str] = set()
     intents: dict[str, str] = {}  # instance id -> its pending row, settled when the call returns
     run_id = prepared.get("dag_run_id", "")
+    payload_err = None
     if not dry_run:
         _reconcile_terminate(wh, prepared, launcher)
+        payload_err = payload.drop(payloads, bid)
+        if payload_err:
+            rep.errors.append(payload_err)
     while True:
         rep.polls += 1
         try:
@@ -317,6 +335,8 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
                      "then the instance was gone", status=audit.UNKNOWN)
     if rep.errors:
         log.warning("bench run %s terminated after %d error(s): %s", bid, len(rep.errors), rep.errors)
+    if payload_err and (payload_err := payload.drop(payloads, bid)):
+        raise CloudCleanupError(f"bench run {bid}: instances gone, bundle left: {payload_err}")
     return rep
 
 
@@ -332,7 +352,8 @@ def _reconcile_terminate(wh: Warehouse | None, prepared: dict[str, Any], launche
 
 
 def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_id: str,
-         now: datetime | None = None, cap: int = 50, clean_live_launches: bool = False) -> dict[str, Any]:
+         now: datetime | None = None, cap: int = 50, clean_live_launches: bool = False,
+         payloads: PayloadStore | None = None, payload_max_age: timedelta = timedelta(hours=24)) -> dict[str, Any]:
     """Terminate every tagged benchmark instance past its expiry, on every cloud given.
     Instances without an expiry tag are left alone (not ours to judge) and reported.
 
@@ -340,7 +361,10 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
     instance whose bench run `policy_actions` shows was launched for real (a manual live run
     while benchmarks.dry_run keeps the scheduled reaper dry): this package started it, so ending
     it is the cleanup it promised, not a surprise; Azure (stopped, still allocated) and Lambda
-    (powered off, still billed) do not end themselves. A dry run asked for by hand ends nothing."""
+    (powered off, still billed) do not end themselves. A dry run asked for by hand ends nothing.
+
+    Fetched bundles (`payloads`) older than `payload_max_age` (the TTL: no instance can still
+    need one) are deleted whenever the reaper acts for real."""
     now = now or datetime.now(UTC)
     report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
                               "capped": [], "ending": []}
@@ -392,9 +416,16 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
                 ln.terminate([i.instance_id])
                 report["terminated"].append(key)
                 audit.settle(wh, aid, "ok")
+                if i.bench_run_id and (err := payload.drop(payloads, i.bench_run_id)):
+                    report["errors"].append(err)
             except Exception as e:  # noqa: BLE001 - reported below, next hour retries
                 report["errors"].append(f"{key}: {e}")
                 audit.settle(wh, aid, "failed", reason=str(e))
+    if payloads is not None and (not dry_run or live_runs):
+        try:
+            report["payloads_deleted"] = payloads.sweep(now - payload_max_age)
+        except Exception as e:  # noqa: BLE001 - reported like a failed termination
+            report["errors"].append(f"payload sweep: {type(e).__name__}: {e}")
     if report["errors"] or report["capped"]:
         emit(AlertEvent(kind="benchmark_reaper_incomplete", severity="critical",
                         title="GPU benchmark reaper could not terminate every expired instance",

@@ -1,5 +1,5 @@
 """Airflow edge of the benchmark: the deferrable wait operator, and the functions that turn
-connections into what lifecycle.py takes (upload-URL signer, results reader, warehouse)."""
+connections into what lifecycle.py takes (upload-URL signer, bundle store, results reader)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,22 @@ def make_presign(conn_id: str) -> Callable[[str, int], str]:
         return url
 
     return presign
+
+
+def make_payload_store(settings: Any) -> Any:
+    """The S3 store for bundles too big for user data (payload.py), on the results connection;
+    None when no configured target can need one or benchmarks.results_bucket is unset (a launch
+    that needs it then says so)."""
+    from finops.gpubench.payload import S3PayloadStore, may_fetch
+
+    if not settings.results_bucket or not may_fetch(settings):
+        return None
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+    from botocore.config import Config
+
+    # SigV4 pre-signed GETs (every region takes them; the X-Amz-Expires lifetime is explicit)
+    client = S3Hook(aws_conn_id=settings.results_conn_id, config=Config(signature_version="s3v4")).get_conn()
+    return S3PayloadStore(client, settings.results_bucket, settings.results_prefix)
 
 
 def make_reader(conn_id: str) -> Callable[[str], str]:

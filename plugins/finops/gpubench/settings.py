@@ -4,8 +4,9 @@
 benchmarks:
   dry_run: true                       # scheduled runs; a manual run takes the dry_run Param
   results_conn_id: aws_default        # S3 connection the DAG reads results with
-  results_bucket: finops-bench-results
+  results_bucket: finops-bench-results  # also holds bundles too big for a cloud's user data
   results_prefix: gpu-benchmarks
+  serving: true                       # the serving section runs every week; false: training only
   max_instances: 4                    # cap: targets launched per DAG run
   max_running: 8                      # cap: tagged benchmark instances alive at once, per cloud (AWS: per region)
   ttl_minutes: 45                     # hard TTL: the instance powers itself off (and terminates)
@@ -110,7 +111,8 @@ class Target(_M):
 class BenchSettings(_M):
     dry_run: bool = Field(default=True, description="scheduled runs launch for real only when false")
     results_conn_id: str = "aws_default"
-    results_bucket: str = "finops-bench-results"
+    # S3 results, and bundles too big for a cloud's user data (payload.py); null: neither
+    results_bucket: str | None = "finops-bench-results"
     results_prefix: str = "gpu-benchmarks"
     max_instances: int = Field(default=4, ge=0, le=64)
     max_running: int = Field(default=8, ge=1, le=256)
@@ -118,6 +120,7 @@ class BenchSettings(_M):
     wait_timeout_minutes: float = Field(default=50, gt=0, le=24 * 60)
     terminate_timeout_s: int = Field(default=600, ge=1, le=3600)
     quick: bool = False
+    serving: bool = Field(default=True, description="add the serving section (--serving) to every run")
     bench_args: list[str] = []
     targets: list[Target] = []
 
@@ -133,6 +136,15 @@ class BenchSettings(_M):
         if dup:
             raise ValueError(f"targets listed twice: {sorted(dup)}")
         return self
+
+    def suite_args(self) -> list[str]:
+        """The suite's command line on every instance. --device=cuda: on an instance whose torch
+        sees no GPU the suite must fail (exit 2 -> error document), not report CPU figures as the GPU's."""
+        from finops.gpubench.bootstrap import wants_serving
+
+        wants = wants_serving(self.bench_args)
+        return ["--device=cuda", *(["--quick"] if self.quick else []),
+                *(["--serving"] if self.serving and not wants else []), *self.bench_args]
 
     def target(self, key: str) -> Target:
         for t in self.targets:

@@ -85,7 +85,7 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
         def launch(prepared: dict[str, Any]) -> dict[str, Any]:
             from finops.gpubench import lifecycle
             from finops.gpubench.launchers import for_target
-            from finops.gpubench.operators import make_presign
+            from finops.gpubench.operators import make_payload_store, make_presign
             from finops.gpubench.settings import get_settings
             from finops.warehouse import connect
 
@@ -98,7 +98,8 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
             try:
                 out = lifecycle.launch(
                     prepared, settings, None if dry else for_target(target, settings.max_running), dry_run=dry,
-                    wh=wh, presign=None if dry else make_presign(settings.results_conn_id))
+                    wh=wh, presign=None if dry else make_presign(settings.results_conn_id),
+                    payloads=None if dry else make_payload_store(settings))
             finally:
                 wh.close()
             return out | {"dag_run_id": prepared["dag_run_id"]}
@@ -123,6 +124,7 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
         def terminate(prepared: dict[str, Any]) -> dict[str, Any]:
             from finops.gpubench import lifecycle
             from finops.gpubench.launchers import for_target
+            from finops.gpubench.operators import make_payload_store
             from finops.gpubench.settings import get_settings
             from finops.warehouse import connect
 
@@ -133,7 +135,8 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
             wh = connect()
             try:
                 rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=wh,
-                                          timeout_s=settings.terminate_timeout_s)
+                                          timeout_s=settings.terminate_timeout_s,
+                                          payloads=make_payload_store(settings))
             finally:
                 wh.close()
             return rep.as_dict()
@@ -200,6 +203,7 @@ def build_bench_reaper_dag(doc_md: str | None = None) -> Any:
         def reap() -> dict[str, Any]:
             from finops.gpubench import lifecycle
             from finops.gpubench.launchers import for_target
+            from finops.gpubench.operators import make_payload_store
             from finops.gpubench.settings import get_settings
             from finops.warehouse import connect
 
@@ -217,7 +221,9 @@ def build_bench_reaper_dag(doc_md: str | None = None) -> Any:
             try:
                 # scheduled: the safety net also ends what a manual live benchmark run left behind
                 report = lifecycle.reap(list(seen.values()), dry_run=dry_run, wh=wh, run_id=ctx["run_id"],
-                                        cap=int(ctx["params"]["max_terminations"]), clean_live_launches=scheduled)
+                                        cap=int(ctx["params"]["max_terminations"]), clean_live_launches=scheduled,
+                                        payloads=make_payload_store(settings),
+                                        payload_max_age=timedelta(minutes=settings.ttl_minutes))
             finally:
                 wh.close()
             if report["errors"]:
