@@ -64,6 +64,20 @@ def _adapt(value: Any) -> Any:
     return value
 
 
+def connect_conn_id(conn_id: str) -> psycopg.Connection:
+    """A psycopg 3 connection from an Airflow connection, through the Postgres provider's hook
+    (AIRFLOW_CONN_* and secrets backends apply)."""
+    from airflow.providers.postgres.hooks.postgres import PostgresHook
+
+    hook = PostgresHook(postgres_conn_id=conn_id)
+    conn = hook.get_conn()
+    if not isinstance(conn, psycopg.Connection):  # provider fell back to psycopg2
+        conn.close()
+        uri = hook.get_uri().replace("postgresql+psycopg2://", "postgresql://", 1)
+        conn = psycopg.connect(uri)
+    return conn
+
+
 class PostgresWarehouse:
     dialect = "postgres"
 
@@ -115,15 +129,7 @@ class PostgresWarehouse:
     @classmethod
     def from_conn_id(cls, conn_id: str, schema: str = "finops") -> PostgresWarehouse:
         """Open through Airflow's PostgresHook, so AIRFLOW_CONN_* and secrets backends apply."""
-        from airflow.providers.postgres.hooks.postgres import PostgresHook
-
-        hook = PostgresHook(postgres_conn_id=conn_id)
-        conn = hook.get_conn()
-        if not isinstance(conn, psycopg.Connection):  # provider fell back to psycopg2
-            conn.close()
-            uri = hook.get_uri().replace("postgresql+psycopg2://", "postgresql://", 1)
-            conn = psycopg.connect(uri)
-        return cls(conn, schema=schema)
+        return cls(connect_conn_id(conn_id), schema=schema)
 
     # -- basics ----------------------------------------------------------------------
     def _run(self, cur: psycopg.Cursor, sql: str, params: Sequence[Any]) -> None:
