@@ -176,7 +176,7 @@ class LocalProvider:
         if proc is not None:
             if proc.poll() is None:
                 return pid
-            del _STARTED[pid]
+            _STARTED.pop(pid, None)  # not del: a triggerer thread may have popped it already
             return None
         now = _proc_start_time(pid)
         return pid if now is not None and (not started or now == started) else None
