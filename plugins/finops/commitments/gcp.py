@@ -8,13 +8,21 @@ usage consume (their PricingQuantity, same unit, same billing account, region an
 
 used cost = fee x used / committed, unused cost = fee - used cost. A fee matches the usage
 whose description holds every word of the fee's resource ("A100 GPU" -> "Nvidia Tesla A100
-GPU running in Americas"; "Cpu" matches "Core", "Memory" matches "Ram"). Spend-based CUDs
-(credits of category Spend) have no quantity and are left out."""
+GPU running in Americas"; "Cpu" matches "Core", "Memory" matches "Ram").
+
+Spend-based CUDs (legacy credit model) bill a fee (`Commitment - dollar based v1: <product>
+for <N> year(s)`) = the hourly commitment at on-demand value x (1 - discount), and put a
+COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE credit on the covered usage that offsets its on-demand
+cost. In FOCUS that credit is ContractedCost - EffectiveCost of the covered row (ContractedCost
+nets every credit but the commitment ones, EffectiveCost all of them). The export carries
+neither the commitment's on-demand value nor its discount, so the discount comes from
+config (`commitments.discounts.gcp.spend_cud`): on-demand commitment = fee / (1 - discount),
+utilisation = credited / that, used cost = credited x (1 - discount) capped at the fee."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
@@ -24,6 +32,8 @@ from finops.commitments.usage import Grain, _period
 _FEE = re.compile(
     r"^commitment(?:\s+v\d+)?:\s*(.*?)(?:\s+in\s+.+?)?(?:\s+for\s+\d+\s+years?)?\s*$", re.IGNORECASE
 )
+_SPEND_FEE = re.compile(r"^commitment\s*-\s*dollar[\s-]+based", re.IGNORECASE)
+_TERM = re.compile(r"\bfor\s+(\d+)\s+years?\b", re.IGNORECASE)
 _SYNONYMS = {"cpu": "core", "vcpu": "core", "memory": "ram"}
 ZERO = Decimal(0)
 
@@ -38,6 +48,7 @@ class CudFee:
     unit: str | None  # PricingUnit
     cost: Decimal  # EffectiveCost of the fee
     quantity: Decimal  # committed quantity billed (PricingQuantity)
+    service: str = ""  # ServiceName of the fee row
 
 
 @dataclass(frozen=True)
@@ -52,6 +63,8 @@ class CudCovered:
     unit: str | None
     quantity: Decimal
     list_cost: Decimal
+    service: str = ""  # ServiceName
+    credited: Decimal = ZERO  # what the CUD credits took off: ContractedCost - EffectiveCost
 
 
 @dataclass
@@ -81,6 +94,17 @@ class CudUtilisation:
         return self.fee - self.used_cost
 
 
+def is_spend_fee(description: str) -> bool:
+    """`Commitment - dollar based v1: ...` (a spend-based CUD's fee), not a resource CUD's."""
+    return bool(_SPEND_FEE.match(description.strip()))
+
+
+def fee_term_years(description: str) -> int:
+    """`... for 3 years` -> 3; 1 when the SKU names no term."""
+    m = _TERM.search(description)
+    return int(m.group(1)) if m else 1
+
+
 def fee_resource(description: str) -> str:
     """`Commitment v1: A100 GPU in Americas for 1 Year` -> `A100 GPU`."""
     m = _FEE.match(description.strip())
@@ -104,6 +128,8 @@ def cud_utilisation(
     out: dict[tuple, CudUtilisation] = {}
     resources: dict[tuple, set[str]] = {}  # (account, region, unit, currency) -> fee resources
     for f in fees:
+        if is_spend_fee(f.description):
+            continue
         res = fee_resource(f.description)
         key = (f.billing_account, f.region, res, f.unit, f.currency, _period(f.day, grain))
         u = out.get(key) or out.setdefault(key, CudUtilisation(*key))
@@ -121,3 +147,77 @@ def cud_utilisation(
                 u.covered_list += c.list_cost
                 break
     return sorted(out.values(), key=lambda u: (u.billing_account, u.region, u.resource, u.period))
+
+
+@dataclass
+class SpendCudUtilisation:
+    """One spend-based CUD scope (billing account, service, region; region "" = the fee names
+    none and covers every region) over a day or month."""
+
+    billing_account: str
+    service: str
+    region: str
+    currency: str
+    period: str
+    term_years: int
+    discount: Decimal  # share off on-demand (config: commitments.discounts.gcp.spend_cud)
+    fee: Decimal = ZERO
+    credited: Decimal = ZERO  # on-demand cost the DOLLAR_BASE credits offset
+    covered_list: Decimal = ZERO
+
+    @property
+    def commitment_on_demand(self) -> Decimal:
+        """The commitment at on-demand value: what the fee buys at full price."""
+        return self.fee / (1 - self.discount)
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        c = self.commitment_on_demand
+        return None if c == 0 else self.credited / c
+
+    @property
+    def used_cost(self) -> Decimal:
+        return min(self.credited * (1 - self.discount), self.fee)
+
+    @property
+    def unused_cost(self) -> Decimal:
+        return self.fee - self.used_cost
+
+
+def spend_cud_utilisation(
+    fees: Iterable[CudFee],
+    covered: Iterable[CudCovered],
+    discount: Callable[[int], Decimal],
+    grain: Grain = "month",
+) -> list[SpendCudUtilisation]:
+    """Spend-based CUDs per (billing account, service, region, currency) and period. A fee
+    without a region covers its service in every region; covered usage goes to the fee of
+    its own region first. `discount(term_years)` gives the share off on-demand. Covered
+    usage no fee matches is left out (it shows as covered in `usage.coverage` still)."""
+    out: dict[tuple, SpendCudUtilisation] = {}
+    scopes: set[tuple] = set()
+    for f in fees:
+        if not is_spend_fee(f.description):
+            continue
+        years = fee_term_years(f.description)
+        key = (f.billing_account, f.service, f.region, f.currency, _period(f.day, grain))
+        u = out.get(key)
+        if u is None:
+            u = out[key] = SpendCudUtilisation(*key, years, discount(years))
+        u.fee += f.cost
+        scopes.add(key[:4])
+    for c in covered:
+        if c.category != "Spend":
+            continue
+        for region in (c.region, ""):
+            scope = (c.billing_account, c.service, region, c.currency)
+            if scope in scopes:
+                key = (*scope, _period(c.day, grain))
+                u = out.get(key)
+                if u is None:  # credits on a day the fee is not billed (a fee row spanning days)
+                    years = next(x.term_years for k, x in out.items() if k[:4] == scope)
+                    u = out[key] = SpendCudUtilisation(*key, years, discount(years))
+                u.credited += c.credited
+                u.covered_list += c.list_cost
+                break
+    return sorted(out.values(), key=lambda u: (u.billing_account, u.service, u.region, u.period))

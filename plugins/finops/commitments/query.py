@@ -135,24 +135,26 @@ def _team_resolver(rules: AllocationRules) -> Any:
     return team
 
 
-# GCP: resource-CUD fee rows (SKU "Commitment v1: ...", Committed usage without a
-# CommitmentDiscountId) and the usage carrying a CUD credit, both with their pricing quantity.
+# GCP: CUD fee rows (SKUs "Commitment v1: ..." and "Commitment - dollar based v1: ...",
+# Committed usage without a CommitmentDiscountId) and the usage carrying a CUD credit, with
+# their pricing quantity and (spend-based) what the credits took off.
 _GCP_FEES = """
 SELECT billing_account_id, billing_currency, CAST(charge_period_start AS DATE), region_id, charge_description,
-  pricing_unit, SUM(effective_cost), SUM(pricing_quantity)
+  pricing_unit, SUM(effective_cost), SUM(pricing_quantity), service_name
 FROM focus_costs
 WHERE x_provider = 'gcp' AND charge_category = 'Usage' AND pricing_category = 'Committed'
   AND commitment_discount_id IS NULL AND charge_description LIKE 'Commitment%'
   AND charge_period_start >= ? AND charge_period_start < ?
-GROUP BY 1, 2, 3, 4, 5, 6
+GROUP BY 1, 2, 3, 4, 5, 6, 9
 """
 _GCP_COVERED = """
 SELECT billing_account_id, billing_currency, CAST(charge_period_start AS DATE), region_id, charge_description,
-  commitment_discount_id, commitment_discount_category, pricing_unit, SUM(pricing_quantity), SUM(list_cost)
+  commitment_discount_id, commitment_discount_category, pricing_unit, SUM(pricing_quantity), SUM(list_cost),
+  service_name, SUM(contracted_cost - effective_cost)
 FROM focus_costs
 WHERE x_provider = 'gcp' AND charge_category = 'Usage' AND commitment_discount_status = 'Used'
   AND charge_period_start >= ? AND charge_period_start < ?
-GROUP BY 1, 2, 3, 4, 5, 6, 7, 8
+GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 11
 """
 
 
@@ -160,7 +162,7 @@ def gcp_cud_rows(wh: Any, start: date, end: date) -> tuple[list[CudFee], list[Cu
     """The GCP CUD fees and the CUD-covered usage with charge period starting in [start, end)."""
     params = [datetime.combine(start, datetime.min.time()), datetime.combine(end, datetime.min.time())]
     fees = [
-        CudFee(r[0], r[1], _as_date(r[2]), r[3] or "", r[4], r[5], Decimal(r[6]), Decimal(r[7] or 0))
+        CudFee(r[0], r[1], _as_date(r[2]), r[3] or "", r[4], r[5], Decimal(r[6]), Decimal(r[7] or 0), r[8] or "")
         for r in wh.query(_GCP_FEES, params)
     ]
     covered = [
@@ -175,6 +177,8 @@ def gcp_cud_rows(wh: Any, start: date, end: date) -> tuple[list[CudFee], list[Cu
             r[7],
             Decimal(r[8] or 0),
             Decimal(r[9]),
+            r[10] or "",
+            Decimal(r[11] or 0),
         )
         for r in wh.query(_GCP_COVERED, params)
     ]

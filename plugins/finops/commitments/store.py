@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from finops.commitments import inventory as inv
 from finops.commitments.advice import Advice, advise, daily_samples
 from finops.commitments.expiry import Commitment, ExpiryEntry, alerts_due, expiry_calendar
-from finops.commitments.gcp import cud_utilisation
+from finops.commitments.gcp import cud_utilisation, spend_cud_utilisation
 from finops.commitments.query import commitment_lines, gcp_cud_rows, month_window
 from finops.commitments.settings import PER_FAMILY, CommitmentsSettings
 from finops.commitments.usage import Coverage, Utilisation, coverage, utilisation
@@ -34,11 +34,45 @@ def _now() -> datetime:
     return datetime.now(UTC).replace(tzinfo=None)
 
 
-def gcp_fee_utilisation(wh: Any, start: date, end: date) -> list[Utilisation]:
-    """GCP resource CUDs per day as Utilisation rows (id `gcp-cud:<account>:<region>:<resource>`):
-    used / unused from the fee and the committed vs credited quantity (finops.commitments.gcp)."""
+def spend_discount(settings: CommitmentsSettings) -> Any:
+    """term years -> the spend-based CUD discount the settings give (no-upfront offer)."""
+    rates = {o.term_years: o.discount for o in settings.offers("gcp", "spend_cud") if o.payment == "no_upfront"}
+
+    def discount(years: int) -> Decimal:
+        if years not in rates:
+            raise ValueError(f"commitments.discounts.gcp.spend_cud.{years}y.no_upfront: no rate for a {years}-year CUD")
+        return rates[years]
+
+    return discount
+
+
+def gcp_fee_utilisation(
+    wh: Any, start: date, end: date, settings: CommitmentsSettings | None = None
+) -> list[Utilisation]:
+    """GCP CUDs per day as Utilisation rows (finops.commitments.gcp). Resource CUDs (id
+    `gcp-cud:<account>:<region>:<resource>`): used / unused from the fee and the committed vs
+    credited quantity. Spend-based CUDs (id `gcp-spend-cud:<account>:<service>:<region or
+    all>`): from the fee, the credited on-demand cost and the configured discount; their
+    quantity is on-demand money (unit: the currency)."""
     fees, covered = gcp_cud_rows(wh, start, end)
     out = []
+    for s in spend_cud_utilisation(fees, covered, spend_discount(settings or CommitmentsSettings()), "day"):
+        out.append(
+            Utilisation(
+                provider="gcp",
+                commitment_id=f"gcp-spend-cud:{s.billing_account}:{s.service}:{s.region or 'all'}",
+                commitment_type="Committed Use Discount",
+                currency=s.currency,
+                period=s.period,
+                used_cost=s.used_cost,
+                unused_cost=s.unused_cost,
+                covered_list=s.covered_list,
+                used_quantity=s.credited,
+                unused_quantity=max(s.commitment_on_demand - s.credited, ZERO),
+                units={s.currency},
+                unused_reported=True,
+            )
+        )
     for u in cud_utilisation(fees, covered, "day"):
         out.append(
             Utilisation(
@@ -59,12 +93,14 @@ def gcp_fee_utilisation(wh: Any, start: date, end: date) -> list[Utilisation]:
     return out
 
 
-def daily_utilisation(wh: Any, start: date, end: date, providers: Sequence[str]) -> list[Utilisation]:
+def daily_utilisation(
+    wh: Any, start: date, end: date, providers: Sequence[str], settings: CommitmentsSettings | None = None
+) -> list[Utilisation]:
     """Every commitment per day: AWS / Azure from their Used / Unused rows, GCP from its fees."""
     lines = commitment_lines(wh, start, end, [p for p in providers if p != "gcp"] or ["-"])
     rows = utilisation(lines, "day")
     if "gcp" in providers:
-        rows.extend(gcp_fee_utilisation(wh, start, end))
+        rows.extend(gcp_fee_utilisation(wh, start, end, settings))
     return rows
 
 
@@ -147,7 +183,7 @@ def refresh_period(
     """Rewrite commitment_utilisation and commitment_coverage (day grain) of one month."""
     start, end = month_window(period)
     now = _now()
-    util = daily_utilisation(wh, start, end, settings.providers)
+    util = daily_utilisation(wh, start, end, settings.providers, settings)
     u_rows = [
         {
             "billing_period": period,
@@ -221,7 +257,9 @@ def stored_utilisation(wh: Any, start: date, end: date) -> list[Utilisation]:
                 used_quantity=Decimal(r[8] or 0),
                 unused_quantity=Decimal(r[9] or 0),
                 units={r[10]} if r[10] else set(),
-                unused_reported=True if r[0] == "gcp" and str(r[1]).startswith("gcp-cud:") else None,
+                unused_reported=True
+                if r[0] == "gcp" and str(r[1]).startswith(("gcp-cud:", "gcp-spend-cud:"))
+                else None,
             )
         )
     return out
