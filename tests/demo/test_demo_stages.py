@@ -55,9 +55,9 @@ def demo(tmp_path_factory, airflow_db) -> tuple[Path, str]:
 
 def test_every_stage_does_its_job(demo):
     home, out = demo
-    for n in range(1, 7):
+    for n in range(1, 8):
         assert f"== {n}. " in out
-    assert "FAILED" not in out and out.count("-> ok (") == 6
+    assert "FAILED" not in out and out.count("-> ok (") == 7
     assert "make ui" in out and "demo / finops-demo" in out
 
     # 1-2: billing totals to the cent, then every cent allocated to a team
@@ -96,7 +96,14 @@ def test_every_stage_does_its_job(demo):
         prices = dict(con.execute("SELECT provider, count(*) FROM ondemand_prices GROUP BY 1").fetchall())
         assert set(prices) == {"azure", "gcp", "lambda"} and min(prices.values()) > 0
         assert con.execute("SELECT count(*) FROM spot_prices").fetchone()[0] > 0
-        # 6: the CPU benchmark stored and priced
+        # 6: the training job: a preempted spot attempt, then on-demand from its checkpoint
+        attempts = con.execute(
+            "SELECT a.pricing_model, a.outcome, a.steps_at_start FROM training_job_attempts a "
+            "JOIN training_jobs j USING (job_id) WHERE j.name LIKE 'demo-train-%' AND j.name NOT LIKE '%-od' "
+            "ORDER BY a.attempt"
+        ).fetchall()
+        assert attempts == [("spot", "preempted", 0), ("ondemand", "finished", 160)]
+        # 7: the CPU benchmark stored and priced
         runs = con.execute(
             "SELECT status, profile, gpu_model FROM gpu_benchmark_runs WHERE bench_run_id = 'demo-cpu'"
         ).fetchall()
@@ -113,7 +120,8 @@ def test_every_stage_does_its_job(demo):
         assert steps and steps[0] > 0
     finally:
         con.close()
-    assert "spot saves" in out.split("== 6.")[1]
+    assert "spot + fallback: $" in out.split("== 6.")[1].split("== 7.")[0]
+    assert "spot saves" in out.split("== 7.")[1]
 
 
 def test_make_ui_serves_the_view_on_the_demo_warehouse(demo):
