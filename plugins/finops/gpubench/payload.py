@@ -1,7 +1,7 @@
 """The benchmark package when it outgrows a cloud's startup script: the bundle goes to the
 benchmark's S3 bucket, and the user data carries only a short-lived pre-signed GET URL and the
-bundle's SHA-256 (the instance curls it, checks the hash, then runs). Production tools do the
-same (kOps, EKS node bootstrap): user data stays a small loader, the payload lives in storage.
+bundle's SHA-256 (the instance curls it, checks the hash, then runs), as kOps's user data does
+with nodeup: the user data stays a small loader, the payload lives in storage.
 
 The object is `s3://<results_bucket>/<results_prefix>/payloads/<bench run id>.tar.gz`, one per
 bench run: a retried launch re-uploads the same bytes (the bundle is deterministic) to the same
