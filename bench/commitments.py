@@ -112,9 +112,10 @@ def naive_lines(wh: DuckDBWarehouse, start: date, end: date) -> list[CommitmentL
             r[8],
             r[9],
             r[10],
-            Decimal(r[11]),
             Decimal(r[12]),
-            None if r[13] is None else Decimal(r[13]),
+            Decimal(r[13]),
+            None if r[14] is None else Decimal(r[14]),
+            days=max(int(r[11] or 1), 1),
         )  # fmt: skip
         for r in rows
     ]

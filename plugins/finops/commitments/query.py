@@ -22,12 +22,14 @@ _SQL = """
 SELECT x_provider, COALESCE(sub_account_id, billing_account_id) AS account, billing_currency,
   CAST(charge_period_start AS DATE) AS day, service_name, x_instance_type, pricing_category,
   commitment_discount_status, commitment_discount_id, commitment_discount_type, commitment_discount_unit,
+  CASE WHEN commitment_discount_status = 'Unused'
+    THEN CAST(charge_period_end AS DATE) - CAST(charge_period_start AS DATE) ELSE 1 END AS span_days,
   SUM(effective_cost), SUM(list_cost), SUM(commitment_discount_quantity)
 FROM focus_costs
 WHERE charge_category = 'Usage' AND charge_period_start >= ? AND charge_period_start < ?
   AND (commitment_discount_status IN ('Used', 'Unused')
        OR (pricing_category = 'Standard' AND x_instance_type IS NOT NULL)){provider_filter}
-GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11{team_group}
+GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12{team_group}
 """
 # what finops.allocation's Resolver needs to name a row's team (showback's own answer)
 _TEAM_COLS = ",\n  billing_account_id, sub_account_id, service_category, CAST(tags AS TEXT), x_usage_type"
@@ -56,7 +58,7 @@ def commitment_lines(
         params.extend(providers)
     team_cols = _TEAM_COLS if rules is not None else ""
     sql = _SQL.format(
-        provider_filter=provider_filter, team_group=", 15, 16, 17, 18, 19" if rules is not None else ""
+        provider_filter=provider_filter, team_group=", 16, 17, 18, 19, 20" if rules is not None else ""
     )
     sql = sql.replace("SUM(commitment_discount_quantity)", "SUM(commitment_discount_quantity)" + team_cols, 1)
     rows = wh.query(sql, params)
@@ -75,15 +77,16 @@ def commitment_lines(
             commitment_id=r[8],
             commitment_type=r[9],
             unit=r[10],
-            effective_cost=Decimal(r[11]),
-            list_cost=Decimal(r[12]),
-            quantity=None if r[13] is None else Decimal(r[13]),
+            effective_cost=Decimal(r[12]),
+            list_cost=Decimal(r[13]),
+            quantity=None if r[14] is None else Decimal(r[14]),
             team=resolve(r) if resolve else None,
+            days=max(int(r[11] or 1), 1),
         )
         if resolve is None:
             out[(len(out),)] = line
             continue
-        key = (*r[:11], line.team)  # the team columns collapse once the team is known
+        key = (*r[:12], line.team)  # the team columns collapse once the team is known
         prev = out.get(key)
         if prev is None:
             out[key] = line
@@ -113,16 +116,16 @@ def _team_resolver(rules: AllocationRules) -> Any:
             day=_as_date(r[3]),
             billing_period="",
             provider=r[0],
-            billing_account_id=r[14],
+            billing_account_id=r[15],
             service_name=r[4],
             currency=r[2],
             billed=Decimal(0),
             effective=Decimal(0),
-            sub_account_id=r[15],
-            service_category=r[16],
-            tags=_tags(r[17]),
+            sub_account_id=r[16],
+            service_category=r[17],
+            tags=_tags(r[18]),
             instance_type=r[5],
-            usage_type=r[18],
+            usage_type=r[19],
             pricing_category=r[6],
         )
         kind, name, pool, _ = res.resolve(row)

@@ -50,6 +50,7 @@ class CommitmentLine:
     list_cost: Decimal
     quantity: Decimal | None  # CommitmentDiscountQuantity
     team: str | None = None  # the showback team of these rows (query.commitment_lines with rules)
+    days: int = 1  # an Unused line's charge period in days (an AWS RIFee: the whole month)
 
 
 @dataclass
@@ -128,27 +129,50 @@ def _period(d: date, grain: Grain) -> str:
     return d.isoformat() if grain == "day" else f"{d:%Y-%m}"
 
 
+_SHARE = Decimal("1e-10")  # the tables' DECIMAL(38,10) step
+
+
+def prorated(ln: CommitmentLine, grain: Grain) -> list[tuple[date, Decimal, Decimal | None]]:
+    """(day, effective cost, quantity) parts of a line. At day grain an Unused line billed for
+    several days (an AWS RIFee's unused part: one row for the month on its 1st) is spread
+    evenly over its days, so a window inside the month sees its share; each day gets the
+    share rounded down to 1e-10, the last day the rest, so the parts add up exactly."""
+    if grain != "day" or ln.days <= 1:
+        return [(ln.day, ln.effective_cost, ln.quantity)]
+    n = ln.days
+
+    def split(v: Decimal) -> list[Decimal]:
+        share = (v / n).quantize(_SHARE, rounding="ROUND_DOWN")
+        return [share] * (n - 1) + [v - share * (n - 1)]
+
+    costs = split(ln.effective_cost)
+    qtys: list[Decimal | None] = [None] * n if ln.quantity is None else list(split(ln.quantity))
+    return [(date.fromordinal(ln.day.toordinal() + i), costs[i], qtys[i]) for i in range(n)]
+
+
 def utilisation(lines: Iterable[CommitmentLine], grain: Grain = "month") -> list[Utilisation]:
-    """Per commitment and period: used / unused commitment (money and quantity)."""
+    """Per commitment and period: used / unused commitment (money and quantity). At day
+    grain a multi-day Unused line is prorated over its days (`prorated`)."""
     out: dict[tuple, Utilisation] = {}
     for ln in lines:
         if ln.commitment_id is None or ln.status not in ("Used", "Unused"):
             continue
-        key = (ln.provider, ln.commitment_id, ln.currency, _period(ln.day, grain))
-        u = out.get(key)
-        if u is None:
-            u = out[key] = Utilisation(ln.provider, ln.commitment_id, ln.commitment_type, ln.currency, key[3])
-        u.commitment_type = u.commitment_type or ln.commitment_type
-        qty = ln.quantity or ZERO
-        if ln.status == "Used":
-            u.used_cost += ln.effective_cost
-            u.covered_list += ln.list_cost
-            u.used_quantity += qty
-        else:
-            u.unused_cost += ln.effective_cost
-            u.unused_quantity += qty
-        if ln.unit and ln.quantity is not None:
-            u.units.add(ln.unit)
+        for day, cost, quantity in prorated(ln, grain):
+            key = (ln.provider, ln.commitment_id, ln.currency, _period(day, grain))
+            u = out.get(key)
+            if u is None:
+                u = out[key] = Utilisation(ln.provider, ln.commitment_id, ln.commitment_type, ln.currency, key[3])
+            u.commitment_type = u.commitment_type or ln.commitment_type
+            qty = quantity or ZERO
+            if ln.status == "Used":
+                u.used_cost += cost
+                u.covered_list += ln.list_cost
+                u.used_quantity += qty
+            else:
+                u.unused_cost += cost
+                u.unused_quantity += qty
+            if ln.unit and quantity is not None:
+                u.units.add(ln.unit)
     return sorted(out.values(), key=lambda u: (u.provider, u.commitment_id, u.period))
 
 
@@ -178,25 +202,26 @@ def coverage(
         if not eligible and ln.status not in ("Used", "Unused"):
             continue
         fam = instance_family(ln.provider, ln.instance_type) if by_family and ln.status != "Unused" else None
-        key = (
-            ln.provider,
-            ln.account if by_account else None,
-            fam,
-            ln.currency,
-            _period(ln.day, grain),
-            ln.team if by_team else None,
-        )
-        c = out.get(key)
-        if c is None:
-            c = out[key] = Coverage(*key)
-        if ln.status == "Used":
-            c.covered_list += ln.list_cost
-            c.covered_effective += ln.effective_cost
-        elif ln.status == "Unused":
-            c.unused_cost += ln.effective_cost
-        else:
-            c.eligible_list += ln.list_cost
-            c.eligible_effective += ln.effective_cost
+        for day, cost, _ in prorated(ln, grain) if ln.status == "Unused" else [(ln.day, ln.effective_cost, None)]:
+            key = (
+                ln.provider,
+                ln.account if by_account else None,
+                fam,
+                ln.currency,
+                _period(day, grain),
+                ln.team if by_team else None,
+            )
+            c = out.get(key)
+            if c is None:
+                c = out[key] = Coverage(*key)
+            if ln.status == "Used":
+                c.covered_list += ln.list_cost
+                c.covered_effective += cost
+            elif ln.status == "Unused":
+                c.unused_cost += cost
+            else:
+                c.eligible_list += ln.list_cost
+                c.eligible_effective += cost
     return sorted(
         out.values(), key=lambda c: (c.provider, c.account or "", c.team or "", c.family or "", c.period)
     )
