@@ -477,8 +477,8 @@ class _Gen:
         def iso(t: datetime) -> str:  # CUR 2.0 ships these as text
             return f"{t:%Y-%m-%dT%H:%M:%S.000Z}"
 
-        sp_times = {"savings_plan_start_time": iso(sp_end - timedelta(days=365)), "savings_plan_end_time": iso(sp_end)}
-        ri_times = {"reservation_start_time": iso(ri_end - timedelta(days=365)), "reservation_end_time": iso(ri_end)}
+        sp_times: dict[str, Any] = {"savings_plan_start_time": iso(sp_end - timedelta(days=365)), "savings_plan_end_time": iso(sp_end)}
+        ri_times: dict[str, Any] = {"reservation_start_time": iso(ri_end - timedelta(days=365)), "reservation_end_time": iso(ri_end)}
         # Savings Plan: daily recurring fee = commitment; unused = commitment - used that day
         for d in range(s.days):
             used = int(self.sp_used_by_day[d])
