@@ -13,8 +13,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from finops.export import export_focus
 from finops.focus.aws_focus import AwsFocusConverter
 from finops.focus.azure_focus import AzureFocusConverter
+from finops.focus_validator import DEFAULT_VENV, run_focus_validator
 from finops.ingest import RawBatch, load_batch
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -76,3 +78,23 @@ def test_focus_sample_loads_to_the_cent(duckdb_wh, rel, provider, conv, billed, 
     assert covered == (2 if provider == "aws" else 1)
     tags = {json.dumps(sorted(json.loads(t))) for (t,) in duckdb_wh.query("SELECT tags FROM focus_costs")}
     assert tags == {json.dumps(["CostCenter", "Environment", "Owner"])}
+
+
+@pytest.mark.skipif(
+    not (DEFAULT_VENV / "bin" / "focus-validator").exists(),
+    reason="focus-validator venv missing: run `make focus-validator`",
+)
+def test_focus_samples_export_passes_focus_validator(duckdb_wh, tmp_path):
+    """Both samples in one May 2026 warehouse; our FOCUS export of it through the FinOps
+    Foundation's focus-validator: nothing fails beyond the InvoiceId rule docs/focus-validator.md
+    explains (InvoiceId-C-004-C, an open month's invoice)."""
+    for rel, provider, conv, *_ in CASES:
+        batch = RawBatch(source=f"sample-{provider}", provider=provider, billing_period="2026-05",
+                         files=[DATA / rel], fingerprint="v1")
+        assert load_batch(duckdb_wh, batch, conv()).status == "loaded"
+    out = tmp_path / "focus.parquet"
+    assert export_focus(duckdb_wh, "2026-05", out) == 12
+    res = run_focus_validator(out)
+    fails = [line for line in res.output.splitlines() if "FAIL" in line]
+    assert res.output.count("PASS") > 100  # the rules really ran
+    assert all("InvoiceId-C-004-C" in line for line in fails), "\n".join(fails)
