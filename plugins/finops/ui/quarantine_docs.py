@@ -1,6 +1,7 @@
 """The FinOps view serves the Great Expectations Data Docs rendered beside a quarantined batch
 (FINOPS_HOME/quarantine/<source>/<period>/<load_id>/data_docs[.N]/), so the alert can link to
-them through the same login as the rest of the view.
+them through the same login as the rest of the view, and lists the recent quarantined loads
+with that link (`/api/quarantines`, shown by static/quarantines.js).
 
 Only files inside a data_docs folder are served, never the quarantined billing files next to
 them. The pages hold values quoted from the export, so they are sent with a CSP sandbox: no
@@ -9,14 +10,17 @@ script runs and the page gets an opaque origin, whatever a hostile value contain
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
 from finops.paths import subdir
+from finops.ui.api import ReaderDep
 
 router = APIRouter()
 
@@ -68,3 +72,35 @@ def docs_url(index: str | Path | None) -> str | None:
     path = docs_path(Path(index)) if index else None
     base = base_url() if path else None
     return f"{base}{URL_PREFIX}{path}" if base and path else None
+
+
+def _latest_docs(quarantine_path: str | None) -> str | None:
+    """The newest Data Docs site of a quarantine folder, as a path inside the view."""
+    if not quarantine_path:
+        return None
+    sites = sorted(Path(quarantine_path).glob("data_docs*/index.html"), key=lambda p: p.stat().st_mtime)
+    return docs_path(sites[-1]) if sites else None
+
+
+@router.get("/api/quarantines")
+def quarantines(r: ReaderDep) -> dict[str, Any]:
+    """The 20 most recent quarantined loads, with a link to their Data Docs where this
+    api-server can read them (a shared FINOPS_HOME)."""
+    if not r.has("load_log"):
+        return {"items": [], "reason": "No loads yet."}
+    rows = r.query(
+        "SELECT source, billing_period, load_id, finished_at, quarantine_path, quarantine_summary "
+        "FROM load_log WHERE status = ? ORDER BY finished_at DESC LIMIT 20",
+        ["quarantined"],
+    )
+    items = []
+    for source, period, load_id, finished, qpath, summary in rows:
+        info = json.loads(summary) if isinstance(summary, str) else (summary or {})
+        docs = _latest_docs(qpath)
+        items.append({
+            "source": source, "billing_period": period, "load_id": load_id,
+            "finished_at": finished.isoformat() if finished else None,
+            "headline": info.get("headline"), "column": info.get("column"), "rule": info.get("rule"),
+            "data_docs": docs.lstrip("/") if docs else None,  # relative to the view's own URL
+        })
+    return {"items": items, "reason": "No quarantined loads." if not items else None}
