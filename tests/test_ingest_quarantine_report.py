@@ -117,6 +117,11 @@ def test_validation_rule_failure(any_wh, tmp_path, finops_home, alerts, direct):
     assert s["examples"] == ["'XYZ'"]
     assert "| billing_currency | iso_4217 | 2 | 'XYZ' |" in text
     assert "| pricing_currency | iso_4217 | 1 | 'XYZ' |" in text
+    # GX Data Docs of the batch beside its files, linked from the report and the alert
+    docs = Path(entry.quarantine_path) / "data_docs" / "index.html"
+    assert docs.is_file() and "(data_docs/index.html)" in text
+    (alert,) = alerts
+    assert alert.facts["data_docs"] == str(docs)  # no [api] base_url here: the file itself
 
 
 @pytest.mark.parametrize("any_wh", ["duckdb", "postgres"], indirect=True)
