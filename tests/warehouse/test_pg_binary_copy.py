@@ -191,6 +191,23 @@ def test_insert_and_upsert_binary_equal_csv_for_other_column_types(both):
     assert bin_wh.query("SELECT money12 FROM gen WHERE id = 2")[0][0] == Decimal("-0.01")
 
 
+def test_batches_too_big_for_one_binary_array_are_split(both, monkeypatch):
+    csv_wh, bin_wh = both
+    data = _generic()
+    for wh in (csv_wh, bin_wh):
+        wh.execute(GENERIC_DDL)
+    types = bin_wh._column_types("gen")
+    plan = pg_binary.plan(data.schema, types)
+    assert plan is not None
+    (batch,) = data.to_batches()
+    assert len(list(plan.chunks([batch]))) == 3  # signature, one payload, trailer
+    monkeypatch.setattr(pg_binary, "MAX_BATCH_BYTES", 1)  # every row its own slice
+    assert [n for n, _ in plan.chunks([batch])] == [0] + [1] * data.num_rows + [0]
+    for wh in (csv_wh, bin_wh):
+        assert wh.insert_arrow("gen", data) == data.num_rows
+    assert _dump(bin_wh, "gen", "id") == _dump(csv_wh, "gen", "id")
+
+
 def test_plan_falls_back_to_csv_where_no_exact_encoding(both):
     csv_wh, bin_wh = both
     bin_wh.execute("CREATE TABLE f (x float8, u uuid)")

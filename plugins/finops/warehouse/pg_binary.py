@@ -32,6 +32,7 @@ from finops.warehouse.base import DataRefused
 SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00"
 TRAILER = b"\xff\xff"
 
+MAX_BATCH_BYTES = 256 << 20
 _PG_EPOCH_US = 946_684_800_000_000  # 2000-01-01 - 1970-01-01, microseconds
 _PG_EPOCH_DAYS = 10_957
 _NUMERIC_NEG = 0x4000
@@ -100,7 +101,7 @@ def _text(arr: pa.Array, prefix: bytes = b"") -> list[pa.Array]:
     parts = [head]
     if prefix:
         pre = pa.scalar(prefix, pa.binary())
-        parts.append(pa.array([prefix] * n, pa.binary()) if valid is None else pc.if_else(pa.array(valid), pre, b""))
+        parts.append(pa.repeat(pre, n) if valid is None else pc.if_else(pa.array(valid), pre, b""))
     # a NULL's offsets span no bytes, so the value array needs no filling; only its validity goes
     parts.append(pa.Array.from_buffers(pa.binary(), n, [None, arr.buffers()[1], arr.buffers()[2]], offset=arr.offset))
     return parts
@@ -291,9 +292,23 @@ class BinaryPlan:
         """(rows, payload): the signature, one payload per batch, then the trailer."""
         yield 0, SIGNATURE
         for b in batches:
-            if b.num_rows:
-                yield b.num_rows, self.encode(b)
+            for part in _split(b):
+                yield part.num_rows, self.encode(part)
         yield 0, TRAILER
+
+
+def _split(batch: pa.RecordBatch, max_bytes: int | None = None) -> Iterator[pa.RecordBatch]:
+    """The batch in slices small enough that one encoded slice stays far below the 2 GiB
+    a binary array's 32-bit offsets can address (only huge text values ever need this)."""
+    max_bytes = MAX_BATCH_BYTES if max_bytes is None else max_bytes
+    if batch.num_rows == 0:
+        return
+    if batch.num_rows == 1 or batch.nbytes <= max_bytes:
+        yield batch
+        return
+    half = batch.num_rows // 2
+    yield from _split(batch.slice(0, half), max_bytes)
+    yield from _split(batch.slice(half), max_bytes)
 
 
 def plan(schema: pa.Schema, pg_types: dict[str, str]) -> BinaryPlan | None:
