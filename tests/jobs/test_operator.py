@@ -287,3 +287,17 @@ def test_dry_run_reads_candidates_from_the_warehouse(finops_home, tmp_path):
     op.dry_run_flag = "true"
     out = op.execute(_ctx())  # nothing benchmarked or priced yet: nowhere to run
     assert (out["action"], out["reason"], out["candidate"]) == ("stop", "no candidate can run this job", None)
+
+
+def test_a_failed_or_timed_out_trigger_tears_the_job_down(finops_home, tmp_path):
+    from airflow.sdk.exceptions import TaskDeferralTimeout
+
+    op = _op(tmp_path, _spec(tmp_path), [_cand("cpu-box", "ondemand", "3")])
+    with pytest.raises(TaskDeferred):
+        op.execute(_ctx())
+    assert len(_live(tmp_path)) == 1
+    # what Airflow does when the deferral times out: resume the task only to fail it
+    with pytest.raises(TaskDeferralTimeout):
+        op.resume_execution("__fail__", {"error": "Trigger timeout"}, _ctx())
+    job, (att,) = _store_rows(_job_id())
+    assert _live(tmp_path) == [] and att.outcome == "torn_down" and job.state == "failed"
