@@ -81,7 +81,8 @@ def test_failed_validation_rolls_back_and_keeps_the_loaded_month(duckdb_wh, tmp_
     )
     entry = load_batch(duckdb_wh, RawBatch("local", "aws", "2025-03", [late], "late"), CUR2)
     assert entry.status == "quarantined"
-    assert "charge_period_end: charge period ends after its billing period (1 row)" in (entry.message or "")
+    assert ("charge_period_end: charge period ends after its billing period: "
+            "[('2025-04-01T00:00:00', '2025-05-03T00:00:00')] (1 row)") in (entry.message or "")
     assert _partition(duckdb_wh, "2025-03") == before == (2, D("5"))  # the DELETE was rolled back
     report = json.loads((Path(entry.quarantine_path or "") / "report.json").read_text())
     assert report["validation"]["success"] is False and report["validation"]["stats"]["row_count"] == 2
