@@ -204,11 +204,13 @@ def _worker(kind: str, args: dict[str, Any]) -> None:
     elif kind == "bench":
         from finops.gpubench import lifecycle
 
-        settings, launcher, wh, presign = _bench_parts(args)
+        settings, launcher, wh, presign, payloads = _bench_parts(args)
         print("READY", flush=True)
         try:
             for k, prepared in enumerate(args["prepared"]):
-                lifecycle.launch(prepared, settings, launcher, dry_run=False, wh=wh, presign=presign)
+                lifecycle.launch(
+                    prepared, settings, launcher, dry_run=False, wh=wh, presign=presign, payloads=payloads
+                )
                 print(f"LAUNCHED {k}", flush=True)
                 lifecycle.terminate(prepared, launcher, dry_run=False, wh=wh, poll_s=0.01, sleep=time.sleep)
                 print(f"TORNDOWN {k}", flush=True)
@@ -218,7 +220,7 @@ def _worker(kind: str, args: dict[str, Any]) -> None:
     elif kind == "reaper":
         from finops.gpubench import lifecycle
 
-        _, launcher, wh, _ = _bench_parts(args)
+        _, launcher, wh, _, _ = _bench_parts(args)
         print("READY", flush=True)
         try:
             lifecycle.reap([launcher], dry_run=False, wh=wh, run_id=args["run_id"], cap=args["cap"])
@@ -352,9 +354,7 @@ def disk_full_round(
     return True
 
 
-def pg_disk_full_round(
-    tally: Tally, work: Path, old: Delivery, new: Delivery, rng: random.Random
-) -> bool:
+def pg_disk_full_round(tally: Tally, work: Path, old: Delivery, new: Delivery, rng: random.Random) -> bool:
     """PostgreSQL's own disk full: the throw-away schema's focus_costs (and its indexes) moved to
     a tablespace on a tmpfs (mount: needs root; the server must run on this host as `postgres`),
     which holds the loaded month; ballast leaves a random 5-90 % of what the restated month
@@ -388,7 +388,8 @@ def pg_disk_full_round(
         with psycopg.connect(PG_DSN, autocommit=True) as c:
             c.execute(f'ALTER TABLE "{schema}".focus_costs SET TABLESPACE "{space}"')
             for (idx,) in c.execute(
-                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'focus_costs'", [schema]
+                "SELECT indexname FROM pg_indexes WHERE schemaname = %s AND tablename = 'focus_costs'",
+                [schema],
             ).fetchall():
                 c.execute(f'ALTER INDEX "{schema}"."{idx}" SET TABLESPACE "{space}"')
         load("postgres", home, old, schema)
@@ -517,7 +518,9 @@ def torn_wal_round(
             landed += "file tail torn (no WAL left)"
         got = partition("duckdb", home)
         problems += check_partition(got, [old, new], "after the torn write")
-        landed += ", then the old month" if got[1].quantize(CENT) == old.billed.quantize(CENT) else ", then the new"
+        landed += (
+            ", then the old month" if got[1].quantize(CENT) == old.billed.quantize(CENT) else ", then the new"
+        )
         load("duckdb", home, new)
         problems += check_partition(partition("duckdb", home), [new], "after the retry")
     except Exception as e:  # noqa: BLE001
@@ -725,6 +728,7 @@ def _bench_parts(args: dict[str, Any]):  # type: ignore[no-untyped-def]
     import boto3
 
     from finops.gpubench.launchers.aws import AwsLauncher
+    from finops.gpubench.payload import S3PayloadStore
     from finops.gpubench.settings import parse_settings
     from finops.warehouse.duckdb_wh import DuckDBWarehouse
 
@@ -757,12 +761,20 @@ def _bench_parts(args: dict[str, Any]):  # type: ignore[no-untyped-def]
         """What operators.make_presign does, without importing Airflow's S3 hook (seconds of a
         worker's start)."""
         bucket, _, key = uri.removeprefix("s3://").partition("/")
-        return str(s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": key},
-                                             ExpiresIn=expires_in))
+        return str(
+            s3.generate_presigned_url(
+                "put_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=expires_in
+            )
+        )
 
+    try:  # the bundle is over EC2's user-data limit: it waits in the results bucket (payload.py)
+        s3.create_bucket(Bucket="bench-results")
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    payloads = S3PayloadStore(s3, "bench-results", settings.results_prefix)
     wh = DuckDBWarehouse(Path(args["home"]) / "warehouse.duckdb")
     wh.migrate()
-    return settings, AwsLauncher(ec2, settings.targets[0], max_running=64), wh, presign
+    return settings, AwsLauncher(ec2, settings.targets[0], max_running=64), wh, presign, payloads
 
 
 def _bench_prepared(n: int, tag: str, now: Any) -> list[dict[str, Any]]:
@@ -859,7 +871,9 @@ def check_bench(endpoint: str, home: Path, bench_runs: list[str]) -> tuple[list[
             problems.append(f"{iid}: its end recorded {ended[iid]} times as done / unknown")
     for bid in bench_runs:
         if per_run[bid] != 1 or launched[bid] != 1:
-            problems.append(f"bench run {bid}: {per_run[bid]} instance(s), {launched[bid]} launch row(s) done")
+            problems.append(
+                f"bench run {bid}: {per_run[bid]} instance(s), {launched[bid]} launch row(s) done"
+            )
     return problems, settled
 
 
@@ -867,7 +881,9 @@ def _settled_note(settled: Counter) -> str:
     return "; settled " + ", ".join(f"{k} {v}" for k, v in sorted(settled.items())) if settled else ""
 
 
-def bench_kill_round(tally: Tally, work: Path, endpoint: str, n: int, rng: random.Random, duration: float) -> None:
+def bench_kill_round(
+    tally: Tally, work: Path, endpoint: str, n: int, rng: random.Random, duration: float
+) -> None:
     """Benchmark runs (launch, then teardown) in a real process, SIGKILLed at a random moment;
     then what Airflow does: the killed task retried (launch, or teardown), the runs not reached
     done as usual, and the hourly reaper past every expiry, which must find nothing."""
@@ -892,12 +908,22 @@ def bench_kill_round(tally: Tally, work: Path, endpoint: str, n: int, rng: rando
         reader.join(10)  # everything the process wrote before it died
         left = [k for k in range(n) if f"TORNDOWN {k}" not in lines]
         stage = ("teardown" if f"LAUNCHED {left[0]}" in lines else "launch") if left else ""
-        settings, launcher, wh, presign = _bench_parts(args)
+        settings, launcher, wh, presign, payloads = _bench_parts(args)
         try:
             for k in left:  # the killed task's retry, then the runs it never reached
                 if f"LAUNCHED {k}" not in lines:
-                    lifecycle.launch(prepared[k], settings, launcher, dry_run=False, wh=wh, presign=presign)
-                lifecycle.terminate(prepared[k], launcher, dry_run=False, wh=wh, poll_s=0.01, sleep=time.sleep)
+                    lifecycle.launch(
+                        prepared[k],
+                        settings,
+                        launcher,
+                        dry_run=False,
+                        wh=wh,
+                        presign=presign,
+                        payloads=payloads,
+                    )
+                lifecycle.terminate(
+                    prepared[k], launcher, dry_run=False, wh=wh, poll_s=0.01, sleep=time.sleep
+                )
             rep = lifecycle.reap(
                 [launcher], dry_run=False, wh=wh, run_id=f"reaper-{i}", now=now + timedelta(hours=2), cap=50
             )
@@ -933,23 +959,27 @@ def reaper_kill_round(
     landed = "error"
     try:
         prepared = _bench_prepared(n, f"expired-{i}", datetime.now(UTC) - timedelta(hours=2))
-        settings, launcher, wh, presign = _bench_parts(args)
+        settings, launcher, wh, presign, payloads = _bench_parts(args)
         try:  # launched two hours ago, their audit rows elsewhere: only the reaper is under test here
             for prep in prepared:
-                lifecycle.launch(prep, settings, launcher, dry_run=False, wh=None, presign=presign)
+                lifecycle.launch(
+                    prep, settings, launcher, dry_run=False, wh=None, presign=presign, payloads=payloads
+                )
         finally:
             wh.close()
         p = spawn("reaper", args, {**os.environ, "FINOPS_HOME": str(home)})
         _wait_for(p)
         _drain(p)  # never let a full pipe block it
         landed = kill_at(p, rng.uniform(0, duration * 1.1))
-        settings, launcher, wh, presign = _bench_parts(args)
+        settings, launcher, wh, presign, payloads = _bench_parts(args)
         try:
             for attempt in range(3):  # Airflow's retries of the same run
                 try:
                     rep = lifecycle.reap([launcher], dry_run=False, wh=wh, run_id=args["run_id"], cap=n)
                     if rep["capped"]:
-                        problems.append(f"capped after the kill: {rep['capped']} (the cap counted a call twice)")
+                        problems.append(
+                            f"capped after the kill: {rep['capped']} (the cap counted a call twice)"
+                        )
                     break
                 except Exception as e:  # noqa: BLE001
                     if attempt == 2:
@@ -987,10 +1017,12 @@ def calibrate_bench(work: Path, endpoint: str, n: int) -> tuple[float, float]:
     _moto_reset(endpoint)
     args: dict[str, Any] = {"endpoint": endpoint, "home": str(home), "run_id": "calibrate", "cap": n}
     bench = _timed("bench", {**args, "prepared": _bench_prepared(n, "calibrate", datetime.now(UTC))}, home)
-    settings, launcher, wh, presign = _bench_parts(args)
+    settings, launcher, wh, presign, payloads = _bench_parts(args)
     try:
         for prep in _bench_prepared(n, "calibrate-old", datetime.now(UTC) - timedelta(hours=2)):
-            lifecycle.launch(prep, settings, launcher, dry_run=False, wh=None, presign=presign)
+            lifecycle.launch(
+                prep, settings, launcher, dry_run=False, wh=None, presign=presign, payloads=payloads
+            )
     finally:
         wh.close()
     return bench, _timed("reaper", args, home)
@@ -1024,9 +1056,14 @@ def run(rounds: int, rows: int, seed: int, fleet: int, only: list[str], work: Pa
     rng = random.Random(seed)
     tally = Tally()
     os.environ.setdefault("FINOPS_HOME", str(work / "home"))
-    billing = {"kill_load_duckdb", "kill_load_postgres", "disk_full", "pg_disk_full", "torn_wal", "cut_file"} & set(
-        only
-    )
+    billing = {
+        "kill_load_duckdb",
+        "kill_load_postgres",
+        "disk_full",
+        "pg_disk_full",
+        "torn_wal",
+        "cut_file",
+    } & set(only)
     if billing:
         old, new = make_deliveries(work / "exports", rows, seed)
         t0 = time.monotonic()
@@ -1039,7 +1076,9 @@ def run(rounds: int, rows: int, seed: int, fleet: int, only: list[str], work: Pa
             if kind == "torn_wal" and tally.injected[kind] % 2:
                 # a month small enough that its commit stays in the WAL (DuckDB checkpoints a
                 # commit into the file once the WAL passes its threshold): the WAL's tail is torn
-                small_old, small_new = small or make_deliveries(work / "exports-small", min(rows, 1500), seed + 1)
+                small_old, small_new = small or make_deliveries(
+                    work / "exports-small", min(rows, 1500), seed + 1
+                )
                 small = small_old, small_new
                 torn_wal_round(tally, work, small_old, small_new, rng)
             elif kind == "kill_load_duckdb":
