@@ -192,7 +192,9 @@ def _raw_views(
     except Exception as e:  # noqa: BLE001 - any reader failure is a bad-input error
         _check_interrupted(e)
         raise ConversionError(f"cannot read raw files: {_short(e)}") from e
-    missing = [c for c in getattr(converter, "required_raw_columns", ()) if c not in cols]
+    # DuckDB names are case-insensitive: a header re-cased by a warehouse unload is the same column
+    present = {c.lower() for c in cols}
+    missing = [c for c in getattr(converter, "required_raw_columns", ()) if c.lower() not in present]
     if missing:
         raise ConversionError(f"missing required column(s): {', '.join(missing)}")
     ctx.raw_columns = cols

@@ -40,7 +40,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from finops.batch import ConvertContext
-from finops.focus.aws_columns import cur2_variant, legacy_variant
+from finops.focus.aws_columns import CUR2_COLUMNS, cur2_variant, legacy_variant
 from finops.focus.projection import raw_totals_by_currency
 from finops.focus.units import unit_sql
 from finops.sql_text import sql_ident, sql_literal
@@ -193,6 +193,25 @@ def legacy_to_snake(name: str) -> str:
         return re.sub(r"(?<!^)([A-Z])", r"_\1", s).lower()
 
     return f"{snake(category)}_{snake(field)}" if field else snake(category)
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+# A header whose case was changed on the way (a lower-cased `lineitem/unblendedcost` from a
+# warehouse unload, an upper-cased `LINE_ITEM_UNBLENDED_COST`) has lost the capitals the snake
+# form is built from; letters and digits alone still name exactly one documented column.
+_CUR2 = frozenset(CUR2_COLUMNS)
+_BY_SQUASHED = {_squash(c): c for c in CUR2_COLUMNS}
+assert len(_BY_SQUASHED) == len(CUR2_COLUMNS), "two CUR 2.0 columns squash to one name"
+
+
+def canonical_cur_name(snaked: str) -> str:
+    """The documented CUR 2.0 name of a header already snaked, when its case was lost."""
+    if snaked in _CUR2:
+        return snaked
+    return _BY_SQUASHED.get(_squash(snaked), snaked)
 
 
 def _is_varchar(t: str | None) -> bool:
@@ -621,9 +640,9 @@ class CurLegacyConverter:
             elif name == "resource_tags":
                 renames[col] = name
             elif "/" in name:
-                renames[col] = legacy_to_snake(name)
+                renames[col] = canonical_cur_name(legacy_to_snake(name))
             else:
-                renames[col] = name
+                renames[col] = canonical_cur_name(name)
         # legacy `product/region` is CUR 2.0 `product_region_code` when the latter is absent;
         # an ARN header spelled `...Arn` (not `...ARN`) snakes to `_arn`, CUR 2.0 says `_a_r_n`
         aliases = {"product_region": "product_region_code"}
