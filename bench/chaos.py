@@ -1016,6 +1016,9 @@ def calibrate_bench(work: Path, endpoint: str, n: int) -> tuple[float, float]:
     home.mkdir()
     _moto_reset(endpoint)
     args: dict[str, Any] = {"endpoint": endpoint, "home": str(home), "run_id": "calibrate", "cap": n}
+    _timed(
+        "bench", {**args, "prepared": _bench_prepared(n, "warm-up", datetime.now(UTC))}, home
+    )  # moto's first
     bench = _timed("bench", {**args, "prepared": _bench_prepared(n, "calibrate", datetime.now(UTC))}, home)
     settings, launcher, wh, presign, payloads = _bench_parts(args)
     try:
