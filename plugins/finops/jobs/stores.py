@@ -1,17 +1,29 @@
-"""Where checkpoints live: a local directory or an S3 prefix, behind one small interface.
+"""Where checkpoints live: a local directory, an S3 or GCS prefix, or an Azure Blob container
+prefix, behind one small interface.
 
-Runs on the training host: no Airflow import, boto3 only when an s3:// URI is opened. Each
-`put` is atomic for its one object (local: temp file + fsync + rename + directory fsync;
-S3: a PUT is all-or-nothing); the checkpoint layer makes a multi-object checkpoint atomic by
-writing its commit marker last.
+Runs on the training host: no Airflow import; boto3, google-auth / requests or
+azure-storage-blob only when a URI of that scheme is opened. Each `put` is atomic for its one
+object (local: temp file + fsync + rename + directory fsync; S3: a PUT is all-or-nothing; GCS:
+a single-request media upload creates the object only when the whole body has arrived; Azure:
+an upload is visible only once its Put Blob / Put Block List commits); the checkpoint layer
+makes a multi-object checkpoint atomic by writing its commit marker last.
+
+Where the cloud stores connect:
+- gs://bucket/prefix: `STORAGE_EMULATOR_HOST` (an emulator, anonymous) when set, else
+  https://storage.googleapis.com with Application Default Credentials (the instance's
+  service account on GCE).
+- az://container/prefix: `AZURE_STORAGE_CONNECTION_STRING` when set, else the account named
+  by `AZURE_STORAGE_ACCOUNT` with DefaultAzureCredential (the VM's managed identity).
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Any, Protocol
+from urllib.parse import quote
 
 
 class Store(Protocol):
@@ -123,15 +135,147 @@ class S3Store:
         self.client.delete_object(Bucket=self.bucket, Key=self.prefix + _check_name(name))
 
 
+GCS_ENDPOINT = "https://storage.googleapis.com"
+_GCS_SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
+_RETRY_STATUS = (429, 500, 502, 503, 504)
+
+
+class GCSError(RuntimeError):
+    """A GCS JSON API call that failed for a reason other than 'no such object'."""
+
+
+class GCSStore:
+    """A GCS prefix through the JSON API (objects insert / get / list / delete), over a
+    requests session: google-auth's AuthorizedSession on a real bucket, a plain session on an
+    emulator. Every name goes in the URL percent-encoded ('/' included), as the API requires.
+    Transient statuses (429, 5xx) are retried with backoff; a PUT of the same bytes is
+    idempotent, so retrying it is safe."""
+
+    def __init__(
+        self, bucket: str, prefix: str, session: Any | None = None, endpoint: str | None = None,
+        retries: int = 4,
+    ) -> None:  # fmt: skip
+        emulator = os.environ.get("STORAGE_EMULATOR_HOST")
+        self.endpoint = (endpoint or emulator or GCS_ENDPOINT).rstrip("/")
+        if session is None:
+            if emulator and endpoint is None:
+                import requests
+
+                session = requests.Session()
+            else:
+                import google.auth
+                from google.auth.transport.requests import AuthorizedSession
+
+                creds, _ = google.auth.default(scopes=[_GCS_SCOPE])
+                session = AuthorizedSession(creds)
+        self.session = session
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+        self.retries = retries
+
+    def _call(self, method: str, url: str, ok_missing: bool = False, **kw: Any) -> Any:
+        for attempt in range(self.retries + 1):
+            resp = self.session.request(method, url, timeout=(10, 600), **kw)
+            if resp.status_code in _RETRY_STATUS and attempt < self.retries:
+                time.sleep(min(0.25 * 2**attempt, 8.0))
+                continue
+            if resp.status_code == 404 and ok_missing:
+                return None
+            if resp.status_code >= 300:
+                raise GCSError(f"GCS {method} {url.split('?')[0]}: HTTP {resp.status_code} {resp.text[:300]}")
+            return resp
+        raise AssertionError("unreachable")
+
+    def _object_url(self, name: str) -> str:
+        key = quote(self.prefix + _check_name(name), safe="")
+        return f"{self.endpoint}/storage/v1/b/{quote(self.bucket, safe='')}/o/{key}"
+
+    def put(self, name: str, data: bytes) -> None:
+        self._call(
+            "POST", f"{self.endpoint}/upload/storage/v1/b/{quote(self.bucket, safe='')}/o",
+            params={"uploadType": "media", "name": self.prefix + _check_name(name)}, data=data,
+            headers={"Content-Type": "application/octet-stream"},
+        )  # fmt: skip
+
+    def get(self, name: str) -> bytes | None:
+        resp = self._call("GET", self._object_url(name), ok_missing=True, params={"alt": "media"})
+        return None if resp is None else bytes(resp.content)
+
+    def list(self) -> list[str]:
+        names: list[str] = []
+        params = {"prefix": self.prefix, "fields": "items(name),nextPageToken"}
+        url = f"{self.endpoint}/storage/v1/b/{quote(self.bucket, safe='')}/o"
+        while True:
+            page = self._call("GET", url, params=params).json()
+            names += [o["name"][len(self.prefix) :] for o in page.get("items", [])]
+            token = page.get("nextPageToken")
+            if not token:
+                return sorted(names)
+            params = {**params, "pageToken": token}
+
+    def delete(self, name: str) -> None:
+        self._call("DELETE", self._object_url(name), ok_missing=True)
+
+
+class AzureBlobStore:
+    """An Azure Blob container prefix (azure-storage-blob). `upload_blob` commits the whole
+    blob in one Put Blob, or Put Block List for a large one: uncommitted blocks are never
+    listed or readable, so a killed upload leaves nothing that looks like data."""
+
+    def __init__(self, container: str, prefix: str, client: Any | None = None) -> None:
+        if client is None:
+            from azure.storage.blob import ContainerClient
+
+            conn = os.environ.get("AZURE_STORAGE_CONNECTION_STRING")
+            if conn:
+                client = ContainerClient.from_connection_string(conn, container)
+            else:
+                account = os.environ.get("AZURE_STORAGE_ACCOUNT")
+                if not account:
+                    raise ValueError(
+                        "az:// checkpoints need AZURE_STORAGE_ACCOUNT (or AZURE_STORAGE_CONNECTION_STRING)"
+                    )
+                from azure.identity import DefaultAzureCredential
+
+                client = ContainerClient(
+                    f"https://{account}.blob.core.windows.net", container, credential=DefaultAzureCredential()
+                )
+        self.client = client
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+
+    def put(self, name: str, data: bytes) -> None:
+        self.client.upload_blob(self.prefix + _check_name(name), data, overwrite=True)
+
+    def get(self, name: str) -> bytes | None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            return bytes(self.client.download_blob(self.prefix + _check_name(name)).readall())
+        except ResourceNotFoundError:
+            return None
+
+    def list(self) -> list[str]:
+        return sorted(b.name[len(self.prefix) :] for b in self.client.list_blobs(name_starts_with=self.prefix))
+
+    def delete(self, name: str) -> None:
+        from azure.core.exceptions import ResourceNotFoundError
+
+        try:
+            self.client.delete_blob(self.prefix + _check_name(name))
+        except ResourceNotFoundError:
+            pass
+
+
 def open_store(uri: str, s3_client: Any | None = None) -> Store:
     """The store for a checkpoint URI (already validated by the job spec)."""
-    if uri.startswith("s3://"):
-        bucket, _, prefix = uri[len("s3://") :].partition("/")
+    scheme, sep, rest = uri.partition("://")
+    bucket, _, prefix = rest.partition("/")
+    if sep and scheme == "s3":
         return S3Store(bucket, prefix, s3_client)
-    if uri.startswith(("gs://", "az://")):
-        raise ValueError(
-            f"checkpoint_uri {uri!r}: the {uri[:5]} backend is not available yet; use s3:// or a local path"
-        )
+    if sep and scheme == "gs":
+        return GCSStore(bucket, prefix)
+    if sep and scheme == "az":
+        return AzureBlobStore(bucket, prefix)
     if not uri.startswith("/"):
-        raise ValueError(f"checkpoint_uri {uri!r}: must be s3:// or an absolute local path")
+        raise ValueError(f"checkpoint_uri {uri!r}: must be s3://, gs://, az:// or an absolute local path")
     return LocalStore(uri)
