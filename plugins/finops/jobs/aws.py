@@ -40,9 +40,12 @@ TAG_TOKEN = "finops-launch"
 TAG_CKPT = "finops-checkpoint"
 
 
-def user_data(spec: JobSpec, attempt: int, precision: str, token: str, python: str = "python3") -> str:
-    """The instance's boot script: environment, bootstrap steps, the job, report, power off."""
-    env = {**job_env(spec, attempt, precision), "FINOPS_PROVIDER": "aws"}
+def user_data(
+    spec: JobSpec, attempt: int, precision: str, token: str, python: str = "python3", provider: str = "aws"
+) -> str:
+    """The instance's boot script: environment, bootstrap steps, the job, report, power off.
+    `provider` names the cloud whose interruption notice the job watches (finops.jobs.notices)."""
+    env = {**job_env(spec, attempt, precision), "FINOPS_PROVIDER": provider}
     argv = job_argv(spec)
     if spec.run.module is not None:  # the orchestrator's interpreter path means nothing there
         argv = [python, *argv[1:]]

@@ -68,7 +68,7 @@ class Provider(Protocol):
 
 
 def provider_from_config(cfg: Mapping[str, Any]) -> Provider:
-    """The provider a config names: `local` or `aws`."""
+    """The provider a config names: `local`, `aws`, `gcp`, `azure` or `lambda`."""
     kind = cfg.get("kind")
     if kind == "local":
         from finops.jobs.local import LocalProvider
@@ -78,7 +78,14 @@ def provider_from_config(cfg: Mapping[str, Any]) -> Provider:
         from finops.jobs.aws import AwsJobProvider
 
         return AwsJobProvider.from_config(cfg)
-    raise ValueError(f"unknown job provider {kind!r}: 'local' or 'aws'")
+    if kind in ("gcp", "azure", "lambda"):
+        from importlib import import_module
+
+        module, cls = {"gcp": ("gcp", "GcpJobProvider"), "azure": ("azure", "AzureJobProvider"),
+                       "lambda": ("lambda_cloud", "LambdaJobProvider")}[kind]  # fmt: skip
+        provider: Provider = getattr(import_module(f"finops.jobs.{module}"), cls).from_config(cfg)
+        return provider
+    raise ValueError(f"unknown job provider {kind!r}: 'local', 'aws', 'gcp', 'azure' or 'lambda'")
 
 
 def job_id_for(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
