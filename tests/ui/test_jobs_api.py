@@ -1,6 +1,7 @@
 """The Training jobs page's JSON endpoints through FastAPI's TestClient with Airflow's real
-auth manager: jobs with estimated vs billed (bill rows joined by instance id) and savings
-against all on-demand, and one job's attempts with the reason for every move."""
+auth manager: jobs with estimated vs billed (bill rows joined by the job / attempt tags) and
+savings against all on-demand, showback per team, and one job's attempts with the reason for
+every move and what each was billed."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from decimal import Decimal
 from finops.jobs.store import AttemptRecord, JobRecord, JobStore
 
 
-def _bill(wh, resource_id: str, billed: str) -> None:
+def _bill(wh, resource_id: str, billed: str, tags: dict[str, str]) -> None:
     start = datetime(2026, 11, 25)
     row = {
         "billed_cost": Decimal(billed), "effective_cost": Decimal(billed), "list_cost": Decimal(billed),
@@ -20,7 +21,7 @@ def _bill(wh, resource_id: str, billed: str) -> None:
         "billing_period_end": datetime(2026, 12, 1), "charge_category": "Usage", "charge_period_start": start,
         "charge_period_end": start, "invoice_issuer_name": "AWS", "provider_name": "AWS", "publisher_name": "AWS",
         "service_category": "Compute", "service_name": "Amazon EC2", "resource_id": resource_id,
-        "tags": json.dumps({"finops-job-id": "job-a"}), "x_source": "aws-main", "x_billing_period": "2026-11",
+        "tags": json.dumps(tags), "x_source": "aws-main", "x_billing_period": "2026-11",
         "x_provider": "aws", "x_load_id": "load-1",
     }  # fmt: skip
     wh.execute(
@@ -47,17 +48,21 @@ def test_jobs_and_attempts(ui_client, ui_headers, duckdb_wh):
             outcome=outcome, instance_id=iid, ended_at=t, steps_at_end=40 * n, estimated_cost_usd=Decimal(cost),
             launch_reason="normal: cheapest", end_reason="reclaimed" if n == 1 else "the job exited 0",
         ))  # fmt: skip
-    _bill(duckdb_wh, "i-1", "1.10")
-    _bill(duckdb_wh, "i-2", "2.35")
-    _bill(duckdb_wh, "i-other", "99.00")
+    _bill(duckdb_wh, "i-1", "1.10", {"user:finops-job-id": "job-a", "user:finops-attempt": "1"})  # AWS keys
+    _bill(duckdb_wh, "i-2", "2.35", {"finops-job-id": "job-a"})  # no attempt tag: by its instance
+    _bill(duckdb_wh, "i-other", "99.00", {"finops-job-id": "job-zzz", "finops-attempt": "1"})
 
     (job,) = ui_client.get("/api/jobs", headers=ui_headers).json()["items"]
-    assert (job["estimated"], job["billed"], job["ondemand"], job["savings"]) == (
+    assert (job["estimated"], job["billed"], job["ondemand"], job["savings"], job["fully_billed"]) == (
         "3.46",
         "3.45",
         "9.00",
-        "5.54",
+        "5.55",  # on the billed cost: 9.00 - 3.45
+        True,
     )
+    (team,) = ui_client.get("/api/jobs/showback", headers=ui_headers).json()["items"]
+    assert team == {"team": "ml", "jobs": 1, "estimated": "3.46", "billed": "3.45", "known": "3.45",
+                    "ondemand": "9.00", "savings": "5.55"}  # fmt: skip
     assert (job["attempts"], job["spot_preemptions"], job["state"]) == (2, 1, "finished")
 
     att = ui_client.get("/api/jobs/job-a/attempts", headers=ui_headers).json()
@@ -66,5 +71,6 @@ def test_jobs_and_attempts(ui_client, ui_headers, duckdb_wh):
         ("ondemand", "finished", "the job exited 0"),
     ]
     assert att["plan"] == "LAUNCH: <b>normal</b>" and att["items"][1]["estimated"] == "2.26"
+    assert [a["billed"] for a in att["items"]] == ["1.10", "2.35"]
     assert ui_client.get("/api/jobs/nope/attempts", headers=ui_headers).status_code == 404
     assert ui_client.get("/api/jobs/bad%20id;/attempts", headers=ui_headers).status_code == 422
