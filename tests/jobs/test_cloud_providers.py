@@ -291,3 +291,19 @@ def test_labels_and_tags_keep_each_clouds_alphabet(key, value):
         )
     name = instance_name({"finops-job-id": key}, "job", 12)
     assert re.fullmatch(r"[a-z][a-z0-9-]*[a-z0-9]", name) and len(name) <= 63 and name.endswith("-a12")
+
+
+def test_azure_status_reads_power_state_not_only_provisioning(azure_compute):
+    p = provider_from_config({"kind": "azure", "subscription_id": "0000-sub", "resource_group": "jobs-rg",
+                              "subnet_id": "/s", "ssh_public_key": "k", "base_url": azure_compute.base})  # fmt: skip
+    base = {"location": "eastus", "tags": {"finops-job-id": "job-1"}}
+    azure_compute.vms["vm-a"] = base | {
+        "name": "vm-a",
+        "properties": {"provisioningState": "Failed"},
+        "_power": "running",
+    }
+    azure_compute.vms["vm-b"] = base | {"name": "vm-b", "properties": {"provisioningState": "Succeeded"},
+                                        "_power": "deallocated"}  # fmt: skip
+    # a failed extension leaves a running VM `Failed`: still running; an evicted (deallocated) one is gone
+    assert (p.status("vm-a"), p.status("vm-b")) == ("running", "gone")
+    assert azure_compute.deleted == ["vm-b"] and [i for i, _ in p.find("job-1")] == ["vm-a"]

@@ -205,9 +205,9 @@ class AzureJobProvider:
         if code is None:
             if state in ("Creating", "Updating", "Deleting"):
                 return "running"  # not up yet, or ending: an exit code may be on its way
-            if state == "Succeeded" and (
-                not power or power[0] in LIVE_POWER or power[0] == "PowerState/stopping"
-            ):
+            if power and power[0] in (*LIVE_POWER, "PowerState/stopping"):
+                return "running"  # a failed extension or update leaves a running VM `Failed`
+            if state == "Succeeded" and not power:
                 return "running"
             log.warning("Azure VM %s ended without an exit code (%s, %s): evicted or stopped", instance_id,
                         state, power[0] if power else "no power state")  # fmt: skip

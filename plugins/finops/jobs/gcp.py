@@ -215,7 +215,11 @@ class GcpJobProvider:
         if code is None and state in LIVE + ENDING:
             return "running"  # an ending VM's exit code may be on its way
         if code is None and (vm.get("scheduling") or {}).get("provisioningModel") == "SPOT":
-            op = self._preempted(instance_id)
+            try:
+                op = self._preempted(instance_id)
+            except ApiError as e:  # only the log line depends on it
+                op = None
+                log.warning("looking up the preemption of %s failed: %s", instance_id, e)
             if op:
                 log.warning("GCP Spot VM %s was preempted (operation %s)", instance_id, op)
         self.terminate(instance_id)  # ended, or its job did: a stopped VM still bills its disks
