@@ -307,3 +307,33 @@ def test_azure_status_reads_power_state_not_only_provisioning(azure_compute):
     # a failed extension leaves a running VM `Failed`: still running; an evicted (deallocated) one is gone
     assert (p.status("vm-a"), p.status("vm-b")) == ("running", "gone")
     assert azure_compute.deleted == ["vm-b"] and [i for i, _ in p.find("job-1")] == ["vm-a"]
+
+
+def test_gcp_provider_authenticates_through_its_airflow_connection(
+    gcp_compute, httpserver, monkeypatch, gcp_service_account
+):
+    """The provider rebuilt from its config (as the triggerer does) gets its token from the
+    google_cloud_platform connection (service-account key -> OAuth token endpoint)."""
+    httpserver.expect_request("/token", method="POST").respond_with_json(
+        {"access_token": "tok-jobs", "expires_in": 3600, "token_type": "Bearer"}
+    )
+    key = {**gcp_service_account, "token_uri": httpserver.url_for("/token")}
+    extra = {"keyfile_dict": json.dumps(key), "scope": "https://www.googleapis.com/auth/cloud-platform"}
+    monkeypatch.setenv(
+        conn_env_var("gcp_jobs"), json.dumps({"conn_type": "google_cloud_platform", "extra": extra})
+    )
+    gcp_compute.token = "tok-jobs"
+    gcp_compute.instances["vm-1"] = {"name": "vm-1", "status": "RUNNING", "labels": {"finops-job-id": "job-1"},
+                                     "zone": "https://www.googleapis.com/compute/v1/projects/jobs-proj/zones/z-a"}  # fmt: skip
+    cfg = {
+        "kind": "gcp",
+        "project": "jobs-proj",
+        "image": "img",
+        "base_url": gcp_compute.base,
+        "conn_id": "gcp_jobs",
+    }
+    p = provider_from_config(json.loads(json.dumps(provider_from_config(cfg).config())))
+    assert p.find("job-1") == [("z-a/vm-1", {"finops-job-id": "job-1"})]
+    gcp_compute.token = "other"
+    with pytest.raises(Exception, match="401"):
+        p.find("job-1")
