@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from finops.budgets.settings import BudgetsConfig
 from finops.commitments.settings import CommitmentsSettings
 from finops.exceptions import ConfigError as ConfigError  # a finops.yaml problem: `path.to.key: reason`
+from finops.jobs.settings import JobsSettings
 from finops.paths import config_path
 from finops.secret_scan import find_secrets
 
@@ -145,6 +146,7 @@ class FinOpsConfig(_Model):
     # the month's money is already spent (finops.budgets.settings).
     budgets: BudgetsConfig = BudgetsConfig()
     commitments: CommitmentsSettings = CommitmentsSettings()  # finops.commitments.settings
+    jobs: JobsSettings = JobsSettings()  # training jobs: providers, defaults, caps (finops.jobs.settings)
 
     def source(self, name: str) -> SourceBase:
         for s in self.sources.all():

@@ -61,10 +61,20 @@ def test_bill_rows_join_jobs_by_tags_and_instances(any_wh):
 
     ml, cv = showback(costs.values())
     assert (ml.team, ml.jobs, ml.estimated, ml.billed, ml.known) == (
-        "ml", 2, Decimal("4.7000"), Decimal("3.9512"), Decimal("4.9512"))
+        "ml",
+        2,
+        Decimal("4.7000"),
+        Decimal("3.9512"),
+        Decimal("4.9512"),
+    )
     assert (ml.ondemand, ml.savings) == (Decimal("14.00"), Decimal("9.0488"))
     assert (cv.team, cv.billed, cv.known, cv.ondemand, cv.savings) == (
-        "cv", Decimal(0), Decimal("0.7000"), Decimal(0), Decimal(0))
+        "cv",
+        Decimal(0),
+        Decimal("0.7000"),
+        Decimal(0),
+        Decimal(0),
+    )
 
     (only,) = job_costs(any_wh, ["job-cc"])
     assert only.job_id == "job-cc" and job_costs(any_wh, []) == []

@@ -3,6 +3,11 @@
     TrainingJobOperator(task_id="train", spec={...}, candidates=[...],
                         provider={"kind": "local", "work_dir": "/data/jobs"}, dry_run=False)
 
+or `@training_job(...)` (finops.jobs.decorator). `provider` may name a provider of finops.yaml's
+`jobs:` section; unset, it is that section's default provider. The section also fills in a
+missing checkpoint URI and the dry-run / poll defaults, and caps budget, preemptions and
+attempts (finops.jobs.settings).
+
 plan -> launch through the provider -> defer to `TrainingJobTrigger` (the waiting holds no
 worker slot) -> on its event, account for the attempt, re-plan from the newest checkpoint and
 relaunch, or end. Dry-run (the default) logs and stores the plan and launches nothing.
@@ -35,7 +40,8 @@ from finops.jobs.executor import (
     provider_from_config,
 )
 from finops.jobs.planner import Candidate, PlanSettings, plan
-from finops.jobs.spec import JobSpec, parse_job_spec
+from finops.jobs.settings import JobsSettings
+from finops.jobs.spec import JobSpec, JobSpecError, parse_job_spec
 from finops.jobs.store import JobRecord, JobStore
 from finops.warehouse.base import Warehouse
 
@@ -51,9 +57,9 @@ class TrainingJobOperator(BaseOperator):
         *,
         spec: dict[str, Any] | str,
         candidates: list[dict[str, Any]] | str,  # or "warehouse"
-        provider: dict[str, Any] | str | None = None,
-        dry_run: bool | str = True,
-        poll_s: float | str = 30.0,
+        provider: dict[str, Any] | str | None = None,  # a mapping, JSON, or a name in finops.yaml jobs
+        dry_run: bool | str | None = None,  # None: finops.yaml jobs.dry_run (default true)
+        poll_s: float | str | None = None,  # None: finops.yaml jobs.poll_s
         preempt_grace_s: float = 120.0,
         max_attempts: int = 20,
         plan_settings: PlanSettings | None = None,
@@ -62,7 +68,7 @@ class TrainingJobOperator(BaseOperator):
         super().__init__(**kwargs)
         self.spec = spec
         self.candidates = candidates
-        self.provider_config = provider or {"kind": "local", "work_dir": "/tmp/finops-jobs"}
+        self.provider_config = provider
         self.dry_run_flag = dry_run  # BaseOperator.dry_run is a method: another name
         self.poll_s = poll_s
         self.preempt_grace_s = preempt_grace_s
@@ -75,8 +81,34 @@ class TrainingJobOperator(BaseOperator):
     def _json(v: Any) -> Any:
         return json.loads(v) if isinstance(v, str) else v
 
+    @staticmethod
+    def _settings() -> JobsSettings:
+        """finops.yaml's `jobs:` section (defaults when there is no config file)."""
+        from finops.config import get_config
+        from finops.paths import config_path
+
+        return get_config().jobs if config_path().exists() else JobsSettings()
+
+    def _spec_data(self) -> Any:
+        """The spec mapping before the config defaults (the decorator builds it from its function)."""
+        return self._json(self.spec)
+
     def _spec(self) -> JobSpec:
-        return parse_job_spec(self._json(self.spec), f"task {self.task_id}: job spec")
+        origin = f"task {self.task_id}: job spec"
+        data = self._spec_data()
+        if isinstance(data, dict):
+            try:
+                data = self._settings().apply(data, job_id_for(*self._ti_ids(self._finops_ti)))
+            except JobSpecError as e:
+                raise JobSpecError(f"{origin}: {e}") from None
+        return parse_job_spec(data, origin)
+
+    def _provider(self) -> dict[str, Any]:
+        v = self.provider_config
+        if isinstance(v, str) and v.strip().startswith("{"):
+            v = json.loads(v)
+        cfg = self._settings().provider_config(v)
+        return cfg if cfg is not None else {"kind": "local", "work_dir": "/tmp/finops-jobs"}
 
     def _candidates(self, wh: Warehouse) -> list[Candidate]:
         """The candidates given, or `"warehouse"`: benchmarks x the newest prices
@@ -89,6 +121,8 @@ class TrainingJobOperator(BaseOperator):
 
     def _is_dry_run(self) -> bool:
         v = self.dry_run_flag
+        if v is None:
+            return self._settings().dry_run
         return v.strip().lower() not in ("false", "0", "no", "off") if isinstance(v, str) else bool(v)
 
     @staticmethod
@@ -111,7 +145,7 @@ class TrainingJobOperator(BaseOperator):
         ex = Executor(
             self._spec(),
             JobStore(wh),
-            provider_from_config(self._json(self.provider_config)),
+            provider_from_config(self._provider()),
             self._candidates(wh),
             job_id=job_id_for(dag_id, run_id, task_id, map_index),
             dag_id=dag_id,
@@ -119,7 +153,7 @@ class TrainingJobOperator(BaseOperator):
             task_id=task_id,
             settings=self.plan_settings,
             preempt_grace_s=self.preempt_grace_s,
-            max_attempts=self.max_attempts,
+            max_attempts=min(self.max_attempts, self._settings().caps.max_attempts),
             say=self.log.info,
         )
         try:
@@ -168,7 +202,7 @@ class TrainingJobOperator(BaseOperator):
         ti = getattr(self, "_finops_ti", None)
         if ti is None:
             return
-        provider = provider_from_config(self._json(self.provider_config))
+        provider = provider_from_config(self._provider())
         job_id = job_id_for(*self._ti_ids(ti))
         for iid, _ in provider.find(job_id):
             provider.terminate(iid, 0.0)
@@ -181,7 +215,7 @@ class TrainingJobOperator(BaseOperator):
         if spec.deadline is not None:  # the trigger ends a late spot attempt; this is a backstop
             timeout = max(spec.deadline - datetime.now(UTC), timedelta(0)) + timedelta(hours=6)
         self.defer(
-            trigger=TrainingJobTrigger(step.as_dict(), poll_s=float(self.poll_s)),
+            trigger=TrainingJobTrigger(step.as_dict(), poll_s=float(self.poll_s or self._settings().poll_s)),
             method_name="execute_complete",
             timeout=timeout,
         )
@@ -200,8 +234,8 @@ class TrainingJobOperator(BaseOperator):
         """Plan only: log the table and store the job as `dry_run` (no instance, no attempt)."""
         from finops.warehouse import connect
 
-        spec = self._spec()
         dag_id, run_id, task_id, map_index = self._ids(context)
+        spec = self._spec()
         job_id = job_id_for(dag_id, run_id, task_id, map_index)
         wh = connect()
         try:

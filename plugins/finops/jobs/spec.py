@@ -21,7 +21,6 @@ from pydantic import (
     model_validator,
 )
 
-from finops.config import _fmt_loc  # the same key-path format as finops.yaml errors
 from finops.exceptions import ConfigError
 
 Precision = Literal["fp32", "amp_bf16", "amp_fp16"]
@@ -39,6 +38,15 @@ _IMAGE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]{0,254}$")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _KEY_PART = re.compile(r"^[A-Za-z0-9._=-]{1,128}$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _fmt_loc(loc: tuple[Any, ...]) -> str:
+    """The key-path format of finops.yaml errors (own copy: finops.config validates the `jobs:`
+    section with this module, so importing it back would make a loop)."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(root)"
 
 
 class JobSpecError(ConfigError):

@@ -255,7 +255,9 @@ class AzureBlobStore:
             return None
 
     def list(self) -> list[str]:
-        return sorted(b.name[len(self.prefix) :] for b in self.client.list_blobs(name_starts_with=self.prefix))
+        return sorted(
+            b.name[len(self.prefix) :] for b in self.client.list_blobs(name_starts_with=self.prefix)
+        )
 
     def delete(self, name: str) -> None:
         from azure.core.exceptions import ResourceNotFoundError
