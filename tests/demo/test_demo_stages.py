@@ -55,9 +55,9 @@ def demo(tmp_path_factory, airflow_db) -> tuple[Path, str]:
 
 def test_every_stage_does_its_job(demo):
     home, out = demo
-    for n in range(1, 8):
+    for n in range(1, 9):
         assert f"== {n}. " in out
-    assert "FAILED" not in out and out.count("-> ok (") == 7
+    assert "FAILED" not in out and out.count("-> ok (") == 8
     assert "make ui" in out and "demo / finops-demo" in out
 
     # 1-2: billing totals to the cent, then every cent allocated to a team
@@ -120,8 +120,10 @@ def test_every_stage_does_its_job(demo):
         assert steps and steps[0] > 0
     finally:
         con.close()
-    assert "spot + fallback: $" in out.split("== 6.")[1].split("== 7.")[0]
-    assert "spot saves" in out.split("== 7.")[1]
+    commitments = out.split("== 6.")[1].split("== 7.")[0]
+    assert "expiry alerts sent to the local Slack: " in commitments and "advice only" in commitments
+    assert "spot + fallback: $" in out.split("== 7.")[1].split("== 8.")[0]
+    assert "spot saves" in out.split("== 8.")[1]
 
 
 def test_make_ui_serves_the_view_on_the_demo_warehouse(demo):

@@ -542,11 +542,13 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
         stage(3, "Anomaly detection and alerts", lambda: stages.anomalies(dag, slack, inbox, out / "alerts"))
         stage(4, "Tagging and idle-GPU policies, dry run", lambda: stages.policies(endpoint, dag, periods[-1]))
         stage(5, "Price history from local fakes of the price APIs", lambda: stages.prices(dag))
-        stage(6, "Training job: spot, a preemption, a fallback to on-demand", lambda: stages.training_job(dag))
-    stage(7, "GPU benchmark on this CPU, priced against the loaded prices", lambda: stages.benchmark(out))
+        stage(6, "Commitments: coverage, utilisation, expiry, purchase advice",
+              lambda: stages.commitments(dag, slack))
+        stage(7, "Training job: spot, a preemption, a fallback to on-demand", lambda: stages.training_job(dag))
+    stage(8, "GPU benchmark on this CPU, priced against the loaded prices", lambda: stages.benchmark(out))
     total = time.perf_counter() - t0
     print(f"""
-== 8. How to look at it ==
+== 9. How to look at it ==
   The FinOps view on this warehouse, inside the Airflow UI:  make ui
     (starts `airflow api-server` on http://127.0.0.1:8080 with FINOPS_HOME={home};
      log in as {DEMO_UI_USER} / {DEMO_UI_PASSWORD}, then Browse -> FinOps, or open /finops/ directly)

@@ -8,6 +8,9 @@ way it fell short as a problem, which fails `make demo`.
   policies      finops_audit, dry run, on the moto fleet (finops.demo.fleet) -> its report;
                 the fleet's states and tags must be unchanged
   prices        finops_prices against the local price API fakes (finops.demo.price_apis)
+  commitments   finops_commitments on the loaded bills -> coverage, utilisation, the expiry
+                calendar (the demo RI ends within 30 days: its alert reaches the local Slack)
+                and purchase advice (advice only)
   benchmark     `python -m finops.gpubench` on this machine's CPU, stored and priced against the
                 loaded prices (finops.gpubench.report)
   training_job  finops_training_job, live on the local provider: a spot preemption, a fallback to
@@ -293,7 +296,60 @@ def prices(run_dag: RunDag) -> StageResult:
     return timed("Price history (local fakes of the price APIs)", body)
 
 
-# ------------------------------------------------------------------ 6. benchmark
+# ------------------------------------------------------------------ 6. commitments
+def commitments(run_dag: RunDag, slack: SlackCatcher) -> StageResult:
+    def body(res: StageResult) -> None:
+        before = len(slack.posts)
+        _dag_ok(res, "finops_commitments", run_dag("finops_commitments", {"send_alerts": True}))
+        wh = _wh()
+        try:
+            util = wh.query(
+                "SELECT provider, commitment_id, currency, sum(used_cost), sum(unused_cost) "
+                "FROM commitment_utilisation WHERE billing_period = (SELECT max(billing_period) "
+                "FROM commitment_utilisation) GROUP BY 1, 2, 3 ORDER BY 1, 2 LIMIT 6"
+            )
+            cover = wh.query(
+                "SELECT provider, currency, sum(covered_effective), sum(eligible_effective) FROM commitment_coverage "
+                "WHERE billing_period = (SELECT max(billing_period) FROM commitment_coverage) GROUP BY 1, 2 ORDER BY 1"
+            )
+            ending = wh.query(
+                "SELECT provider, commitment_id, end_date FROM commitment_inventory ORDER BY end_date LIMIT 4"
+            )
+            advice = wh.query(
+                "SELECT provider, product, term_years, payment, commitment_hourly, expected_savings_monthly, "
+                "drop_savings_term, currency FROM commitment_advice WHERE NOT what_if AND run_id = "
+                "(SELECT max(run_id) FROM commitment_advice) ORDER BY expected_savings_monthly DESC LIMIT 4"
+            )
+        finally:
+            wh.close()
+        res.lines.append("  Coverage, last month (effective cost under a commitment / eligible):")
+        for prov, cur, covered, eligible in cover:
+            share = Decimal(str(covered)) / Decimal(str(eligible)) if eligible else Decimal(0)
+            res.lines.append(f"    {prov:<7} {Decimal(str(covered)):>12.2f} / {Decimal(str(eligible)):>12.2f} {cur}  ({share:.0%})")
+        res.need(bool(cover), "no commitment coverage computed")
+        res.lines.append("  Utilisation, last month (used / unused commitment):")
+        for prov, cid, cur, used, unused in util:
+            res.lines.append(f"    {prov:<7} {str(cid)[-40:]:<40} used {Decimal(str(used)):>10.2f}  unused {Decimal(str(unused)):>9.2f} {cur}")
+        res.need(bool(util), "no commitment utilisation computed")
+        res.lines.append("  Expiry calendar (soonest first):")
+        for prov, cid, end in ending:
+            res.lines.append(f"    {prov:<7} {str(cid)[-40:]:<40} ends {end}")
+        res.need(bool(ending), "the expiry calendar is empty (the demo CUR carries RI / Savings Plan end dates)")
+        alerts = [json.dumps(p) for p in slack.posts[before:]]
+        res.lines.append(f"  expiry alerts sent to the local Slack: {sum('ommitment' in a for a in alerts)}")
+        res.need(any("ommitment" in a for a in alerts), "no commitment expiry alert reached Slack")
+        res.lines.append("  Purchase advice (advice only: nothing is bought), best expected monthly savings:")
+        for prov, product, term, pay, hourly, monthly, drop, cur in advice:
+            res.lines.append(
+                f"    {prov:<7} {product:<22} {term}y {pay:<16} commit {Decimal(str(hourly)):>8.3f}/h  "
+                f"saves {Decimal(str(monthly)):>9.2f}/month; if usage falls 20 %: {Decimal(str(drop)):>10.2f} over the term {cur}"
+            )
+        res.need(bool(advice), "no purchase advice computed")
+
+    return timed("Commitments: coverage, utilisation, expiry, purchase advice", body)
+
+
+# ------------------------------------------------------------------ 7. benchmark
 def pick_offer(wh: Any) -> tuple[str, str, str] | None:
     """The cheapest instance type priced both on demand and spot: its spot saving shows too."""
     rows = wh.query(
