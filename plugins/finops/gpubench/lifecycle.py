@@ -11,7 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -375,6 +376,40 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
             listed.append((ln, ln.find()))
         except Exception as e:  # noqa: BLE001 - one cloud failing must not spare the others
             report["errors"].append(f"{ln.provider}: list: {e}")
+    # one reaper at a time acts (the DAG runs one at a time; the lock also keeps a hand-run
+    # reap out): a row pending when the lock is taken belongs to a try that is gone
+    with _reaper_lock(wh):
+        _reap_listed(listed, report, wh=wh, run_id=run_id, dry_run=dry_run, live_runs=live_runs, now=now,
+                     cap=cap, payloads=payloads)
+    if payloads is not None and (not dry_run or live_runs):
+        try:
+            report["payloads_deleted"] = payloads.sweep(now - payload_max_age)
+        except Exception as e:  # noqa: BLE001 - reported like a failed termination
+            report["errors"].append(f"payload sweep: {type(e).__name__}: {e}")
+    if report["errors"] or report["capped"]:
+        emit(AlertEvent(kind="benchmark_reaper_incomplete", severity="critical",
+                        title="GPU benchmark reaper could not terminate every expired instance",
+                        summary="; ".join(report["errors"])[:2000],
+                        facts={"errors": len(report["errors"]), "capped": len(report["capped"])},
+                        dedup_key="bench:reaper"))
+    return report
+
+
+@contextmanager
+def _reaper_lock(wh: Warehouse | None) -> Iterator[None]:
+    """The warehouse's lock on the reaper's audit rows (an advisory lock on PostgreSQL, released
+    if the session dies; DuckDB's file lock keeps other processes out already)."""
+    if wh is None:
+        yield
+        return
+    with wh.partition_lock("policy_actions", {"policy": f"{audit.POLICY}:reap"}):
+        yield
+
+
+def _reap_listed(listed: list[tuple[Launcher, list[Instance]]], report: dict[str, Any], *, wh: Warehouse | None,
+                 run_id: str, dry_run: bool, live_runs: set[str], now: datetime, cap: int,
+                 payloads: PayloadStore | None) -> None:
+    """Settle what killed tries left, then terminate the expired instances within the cap."""
     if not dry_run or live_runs:
         report["reconciled"] = _reconcile_reaps(wh, listed, run_id)
     # the cap belongs to the DAG run, not to one try: a retry (same run_id) gets what is left
@@ -421,18 +456,6 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
             except Exception as e:  # noqa: BLE001 - reported below, next hour retries
                 report["errors"].append(f"{key}: {e}")
                 audit.settle(wh, aid, "failed", reason=str(e))
-    if payloads is not None and (not dry_run or live_runs):
-        try:
-            report["payloads_deleted"] = payloads.sweep(now - payload_max_age)
-        except Exception as e:  # noqa: BLE001 - reported like a failed termination
-            report["errors"].append(f"payload sweep: {type(e).__name__}: {e}")
-    if report["errors"] or report["capped"]:
-        emit(AlertEvent(kind="benchmark_reaper_incomplete", severity="critical",
-                        title="GPU benchmark reaper could not terminate every expired instance",
-                        summary="; ".join(report["errors"])[:2000],
-                        facts={"errors": len(report["errors"]), "capped": len(report["capped"])},
-                        dedup_key="bench:reaper"))
-    return report
 
 
 def _reaped_by(wh: Warehouse | None, run_id: str) -> int:
