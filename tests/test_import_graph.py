@@ -25,9 +25,6 @@ TESTS = REPO / "tests"
 ALLOWED_CYCLES: list[tuple[str, ...]] = [
     # config validates the commitments section; commitments.settings reads get_config() lazily.
     ("finops.config", "finops.commitments.settings"),
-    # the FinOps view: app builds server lazily, server mounts feedback_api, feedback_api asks
-    # links for the base URL, links reads app.URL_PREFIX.
-    ("finops.ui.app", "finops.ui.server", "finops.ui.feedback_api", "finops.ui.links"),
     # executor picks a provider (local, aws, ...) lazily; the providers raise executor's errors.
     ("finops.jobs.executor", "finops.jobs.local", "finops.jobs.aws", "finops.jobs.gcp", "finops.jobs.azure",
      "finops.jobs.lambda_cloud"),

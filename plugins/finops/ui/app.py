@@ -13,10 +13,10 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
+from finops.ui.prefix import URL_PREFIX  # re-exported: the plugin mounts the view here
+
 if TYPE_CHECKING:
     from fastapi import FastAPI
-
-URL_PREFIX = "/finops"
 
 
 def create_app() -> FastAPI:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlencode
 
-from finops.ui.app import URL_PREFIX
+from finops.ui.prefix import URL_PREFIX
 
 _BASE = re.compile(r"^https?://[^\s<>\"'|]{1,500}$")
 

@@ -66,8 +66,8 @@ def quarantine_docs(source: str, period: str, load_id: str, docs: str, path: str
 def docs_url(index: str | Path | None) -> str | None:
     """The absolute link an alert carries to a quarantined batch's Data Docs in the FinOps view
     (None without a Data Docs index or without Airflow's `[api] base_url`)."""
-    from finops.ui.app import URL_PREFIX
     from finops.ui.links import base_url
+    from finops.ui.prefix import URL_PREFIX
 
     path = docs_path(Path(index)) if index else None
     base = base_url() if path else None
