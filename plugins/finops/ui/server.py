@@ -14,8 +14,8 @@ from finops.ui.commitments_api import router as commitments_router
 from finops.ui.feedback_api import WRITE_PATHS
 from finops.ui.feedback_api import router as feedback_router
 from finops.ui.hardening import harden
-from finops.ui.jobs_api import router as jobs_router
 from finops.ui.inference_api import router as inference_router
+from finops.ui.jobs_api import router as jobs_router
 from finops.ui.plan_api import router as plan_router
 from finops.ui.quarantine_docs import router as quarantine_docs_router
 
@@ -77,9 +77,9 @@ def create_app() -> FastAPI:
 
     app.include_router(router)
     app.include_router(plan_router)
-    app.include_router(jobs_router)
     app.include_router(inference_router)
     app.include_router(commitments_router)
+    app.include_router(jobs_router)
     app.include_router(feedback_router)
     app.include_router(quarantine_docs_router)
     harden(app)  # 503s without host details, HEAD as GET without a body
