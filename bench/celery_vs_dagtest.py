@@ -44,9 +44,18 @@ PREFIX = "exports/bench"
 PG_DSN = os.environ.get("FINOPS_TEST_PG_DSN", "host=127.0.0.1 port=5432 user=postgres dbname=test")
 REDIS_URL = os.environ.get("FINOPS_TEST_REDIS_URL", "redis://127.0.0.1:6379/13")
 CENT = Decimal("0.01")
-FIXED_STAGES = ("import_finops_airflow_hooks_s", "gx_import_s", "warehouse_connect_migrate_s")  # once per process
-ROW_STAGES = ("s3_manifest_and_download_s", "duckdb_convert_s", "gx_validate_s", "postgres_replace_partition_s",
-              "ui_rollups_from_staging_s")
+FIXED_STAGES = (
+    "import_finops_airflow_hooks_s",
+    "gx_import_s",
+    "warehouse_connect_migrate_s",
+)  # once per process
+ROW_STAGES = (
+    "s3_manifest_and_download_s",
+    "duckdb_convert_s",
+    "gx_validate_s",
+    "postgres_replace_partition_s",
+    "ui_rollups_from_staging_s",
+)
 
 
 def _load_avg() -> str:
@@ -56,11 +65,24 @@ def _load_avg() -> str:
 def _write_config(path: Path, endpoint: str, schema: str) -> Path:
     import yaml
 
-    path.write_text(yaml.safe_dump({
-        "warehouse": {"conn_id": "finops_warehouse", "schema": schema},
-        "sources": {"aws": [{"name": SOURCE, "conn_id": "aws_default", "bucket": BUCKET, "prefix": PREFIX,
-                             "format": "cur2"}]},
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "warehouse": {"conn_id": "finops_warehouse", "schema": schema},
+                "sources": {
+                    "aws": [
+                        {
+                            "name": SOURCE,
+                            "conn_id": "aws_default",
+                            "bucket": BUCKET,
+                            "prefix": PREFIX,
+                            "format": "cur2",
+                        }
+                    ]
+                },
+            }
+        )
+    )
     return path
 
 
@@ -68,14 +90,26 @@ def _conn_env(endpoint: str) -> dict[str, str]:
     from psycopg.conninfo import conninfo_to_dict
 
     info = conninfo_to_dict(PG_DSN)
-    wh = {"conn_type": "postgres", "host": info.get("host", "127.0.0.1"), "port": int(info.get("port", 5432)),
-          "login": info.get("user", "postgres"), "schema": info.get("dbname", "test")}
+    wh = {
+        "conn_type": "postgres",
+        "host": info.get("host", "127.0.0.1"),
+        "port": int(info.get("port", 5432)),
+        "login": info.get("user", "postgres"),
+        "schema": info.get("dbname", "test"),
+    }
     if info.get("password"):
         wh["password"] = info["password"]
-    aws = {"conn_type": "aws", "login": "bench", "password": "bench",
-           "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
-    return {"AIRFLOW_CONN_FINOPS_WAREHOUSE": json.dumps(wh), "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws),
-            "AWS_DEFAULT_REGION": "us-east-1"}
+    aws = {
+        "conn_type": "aws",
+        "login": "bench",
+        "password": "bench",
+        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+    }
+    return {
+        "AIRFLOW_CONN_FINOPS_WAREHOUSE": json.dumps(wh),
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(aws),
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
 
 
 def _warehouse_total(schema: str) -> tuple[int, Decimal]:
@@ -84,7 +118,9 @@ def _warehouse_total(schema: str) -> tuple[int, Decimal]:
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         n, billed = conn.execute(
             f'SELECT count(*), coalesce(sum(billed_cost), 0) FROM "{schema}".focus_costs '  # noqa: S608
-            "WHERE x_source = %s AND x_billing_period = %s", [SOURCE, PERIOD]).fetchone()
+            "WHERE x_source = %s AND x_billing_period = %s",
+            [SOURCE, PERIOD],
+        ).fetchone()
     return n, Decimal(billed)
 
 
@@ -105,11 +141,14 @@ def _cur_month(root: Path, rows: int) -> dict:
     if root.exists():
         shutil.rmtree(root)
     # the seed differs per size: each size is its own delivery (own execution id, own raw cache)
-    d = write_cur2_period(root, GenSpec(period=PERIOD, rows=rows, seed=rows),
-                          prefix=PREFIX, bucket=BUCKET)
-    info = {"root": str(root), "keys": [*d.data_keys, d.manifest_key], "rows": d.totals.rows,
-            "billed": str(d.totals.billed_total.quantize(CENT)),
-            "parquet_mb": round(sum((root / k).stat().st_size for k in d.data_keys) / 2**20, 1)}
+    d = write_cur2_period(root, GenSpec(period=PERIOD, rows=rows, seed=rows), prefix=PREFIX, bucket=BUCKET)
+    info = {
+        "root": str(root),
+        "keys": [*d.data_keys, d.manifest_key],
+        "rows": d.totals.rows,
+        "billed": str(d.totals.billed_total.quantize(CENT)),
+        "parquet_mb": round(sum((root / k).stat().st_size for k in d.data_keys) / 2**20, 1),
+    }
     meta.write_text(json.dumps(info))
     return info
 
@@ -164,8 +203,12 @@ def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
     t["gx_import_s"] = time.perf_counter() - s
     _stage_peak(t, "gx_import_s")
     s = time.perf_counter()
-    report = validate_staging([staging], source=batch.source, billing_period=batch.billing_period,
-                              raw_billed_total=res.raw_billed_total)
+    report = validate_staging(
+        [staging],
+        source=batch.source,
+        billing_period=batch.billing_period,
+        raw_billed_total=res.raw_billed_total,
+    )
     t["gx_validate_s"] = time.perf_counter() - s
     _stage_peak(t, "gx_validate_s")
     assert report.success, report.failures
@@ -191,8 +234,11 @@ def _spine_child(env: dict[str, str], q: mp.Queue) -> None:
 
 def run_spine(base_env: dict[str, str], schema: str, home: Path) -> dict:
     home.mkdir(parents=True, exist_ok=True)
-    env = dict(base_env, FINOPS_CONFIG=str(_write_config(home / "spine.yaml", "", schema)),
-               FINOPS_HOME=str(home / "spine-home"))
+    env = dict(
+        base_env,
+        FINOPS_CONFIG=str(_write_config(home / "spine.yaml", "", schema)),
+        FINOPS_HOME=str(home / "spine-home"),
+    )
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     p = ctx.Process(target=_spine_child, args=(env, q))
@@ -207,16 +253,22 @@ def _sqlite_home(home: Path, env: dict[str, str]) -> dict[str, str]:
     af = home / "airflow-dagtest"
     (af / "plugins").mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in env.items() if not k.startswith("AIRFLOW__")}
-    env.update({
-        "AIRFLOW_HOME": str(af), "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"), "AIRFLOW__CORE__PLUGINS_FOLDER": str(af / "plugins"),
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{af}/airflow.db",
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(af),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+            "AIRFLOW__CORE__PLUGINS_FOLDER": str(af / "plugins"),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{af}/airflow.db",
+        }
+    )
     template = REPO / ".finops-test" / "airflow-template.db"
     if template.exists():
         shutil.copy(template, af / "airflow.db")
     else:
-        subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, capture_output=True
+        )
     return env
 
 
@@ -227,17 +279,31 @@ def run_dagtest(base_env: dict[str, str], schema: str, home: Path) -> dict:
     log = home / "dagtest.log"
     t0 = time.perf_counter()
     with log.open("w") as fh:
-        rc = subprocess.run([sys.executable, "-m", "finops.demo.dagtest", "finops_billing_aws",
-                             json.dumps({"billing_period": PERIOD, "source": SOURCE})],
-                            env=env, stdout=fh, stderr=subprocess.STDOUT, check=False).returncode
+        rc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "finops.demo.dagtest",
+                "finops_billing_aws",
+                json.dumps({"billing_period": PERIOD, "source": SOURCE}),
+            ],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            check=False,
+        ).returncode
     wall = time.perf_counter() - t0
     text = log.read_text()
     marker = "FINOPS_DAGTEST finops_billing_aws state="
     if rc != 0 or marker not in text:
         raise RuntimeError(f"dag.test failed (exit {rc}); see {log}:\n{text[-3000:]}")
     state, secs = text.rsplit(marker, 1)[1].split()[:2]
-    return {"state": state, "process_wall_s": wall, "dag_test_s": float(secs.split("=")[1]),
-            "process_start_and_dagbag_s": wall - float(secs.split("=")[1])}
+    return {
+        "state": state,
+        "process_wall_s": wall,
+        "dag_test_s": float(secs.split("=")[1]),
+        "process_start_and_dagbag_s": wall - float(secs.split("=")[1]),
+    }
 
 
 # --------------------------------------------------------------------------- 3. celery
@@ -253,8 +319,13 @@ def _task_log_marks(path: Path) -> dict[str, float]:
 
     marks: dict[str, float] = {}
     first = None
-    wanted = {"Worker startup parse complete": "dag_file_parsed", "loading ": "s3_downloaded_conversion_starts",
-              "validated ": "validated", ": loaded ": "loaded", "Done. Returned value": "returned"}
+    wanted = {
+        "Worker startup parse complete": "dag_file_parsed",
+        "loading ": "s3_downloaded_conversion_starts",
+        "validated ": "validated",
+        ": loaded ": "loaded",
+        "Done. Returned value": "returned",
+    }
     for line in path.read_text(errors="replace").splitlines():
         try:
             d = json.loads(line)
@@ -275,10 +346,18 @@ def run_celery(base_env: dict[str, str], schema: str, home: Path, admin_dsn: str
     from tests.integration.airflow_topology import Topology
 
     cfg = _write_config(home / "celery.yaml", "", schema)
-    extra = {"FINOPS_CONFIG": str(cfg), "FINOPS_HOME": str(home / "celery-home"),
-             **{k: v for k, v in base_env.items() if k.startswith("AIRFLOW_CONN_")}}
-    topo = Topology(home=home / "topology", admin_dsn=admin_dsn, redis_url=REDIS_URL, extra_env=extra,
-                    worker_concurrency=2)
+    extra = {
+        "FINOPS_CONFIG": str(cfg),
+        "FINOPS_HOME": str(home / "celery-home"),
+        **{k: v for k, v in base_env.items() if k.startswith("AIRFLOW_CONN_")},
+    }
+    topo = Topology(
+        home=home / "topology",
+        admin_dsn=admin_dsn,
+        redis_url=REDIS_URL,
+        extra_env=extra,
+        worker_concurrency=2,
+    )
     t0 = time.perf_counter()
     try:
         topo.start(timeout=300)
@@ -303,8 +382,13 @@ def run_celery(base_env: dict[str, str], schema: str, home: Path, admin_dsn: str
             }
         logs = list((topo.home / "airflow" / "logs").rglob("task_id=load_partition/**/attempt=1.log"))
         marks = _task_log_marks(logs[0]) if logs else {}
-        return {"state": state, "services_up_s": round(up, 1), "trigger_to_success_s": round(wall, 1),
-                "tasks": tasks, "load_partition_log_marks_s": marks}
+        return {
+            "state": state,
+            "services_up_s": round(up, 1),
+            "trigger_to_success_s": round(wall, 1),
+            "tasks": tasks,
+            "load_partition_log_marks_s": marks,
+        }
     finally:
         topo.stop()
 
@@ -312,9 +396,12 @@ def run_celery(base_env: dict[str, str], schema: str, home: Path, admin_dsn: str
 # --------------------------------------------------------------------------- main
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", default="200000,1000000",
-                    help="comma-separated sizes: the spine runs at each (a line through the two largest "
-                         "extrapolates to 10M rows); dag.test and Celery run at the largest")
+    ap.add_argument(
+        "--rows",
+        default="200000,1000000",
+        help="comma-separated sizes: the spine runs at each (a line through the two largest "
+        "extrapolates to 10M rows); dag.test and Celery run at the largest",
+    )
     ap.add_argument("--modes", default="spine,dagtest,celery")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "finops-bench-cur"))
     ap.add_argument("--json", help="write the figures here too")
@@ -345,10 +432,17 @@ def main() -> int:
         t = time.perf_counter()
         d = _cur_month(Path(args.cache) / f"rows{rows}", rows)
         deliveries[rows] = d
-        out[f"cur_{rows}"] = {"rows": d["rows"], "parquet_mb": d["parquet_mb"], "billed": d["billed"],
-                              "generate_or_cache_s": round(time.perf_counter() - t, 1)}
-        print(f"CUR month: {d['rows']:,} rows, {d['parquet_mb']} MB parquet, billed {d['billed']} "
-              f"({time.perf_counter() - t:.1f} s); load average {_load_avg()}", flush=True)
+        out[f"cur_{rows}"] = {
+            "rows": d["rows"],
+            "parquet_mb": d["parquet_mb"],
+            "billed": d["billed"],
+            "generate_or_cache_s": round(time.perf_counter() - t, 1),
+        }
+        print(
+            f"CUR month: {d['rows']:,} rows, {d['parquet_mb']} MB parquet, billed {d['billed']} "
+            f"({time.perf_counter() - t:.1f} s); load average {_load_avg()}",
+            flush=True,
+        )
 
     port = free_port()
     port_srv = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -358,8 +452,13 @@ def main() -> int:
     home = Path(tempfile.mkdtemp(prefix="bench-celery-"))
     schemas: list[str] = []
     try:
-        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id="bench", aws_secret_access_key="bench")
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
         s3.create_bucket(Bucket=BUCKET)
         runs = [("spine", rows) for rows in sizes if "spine" in modes]
         runs += [(m, sizes[-1]) for m in modes if m != "spine"]
@@ -402,7 +501,9 @@ def main() -> int:
     print("\n== summary")
     spines = [(r, out[f"spine_{r}"]) for r in sizes if f"spine_{r}" in out]
     for rows, sp in spines:
-        print(f"spine {rows:>10,}: " + ", ".join(f"{k[:-2]} {v:.1f}" for k, v in sp.items() if k.endswith("_s")))
+        print(
+            f"spine {rows:>10,}: " + ", ".join(f"{k[:-2]} {v:.1f}" for k, v in sp.items() if k.endswith("_s"))
+        )
     if len(spines) >= 2:
         a, b = spines[-2][1], spines[-1][1]
         n1, n2 = a["rows"], b["rows"]
@@ -411,8 +512,11 @@ def main() -> int:
             slope = max((b[k] - a[k]) / (n2 - n1), 0.0)
             est[k] = b[k] + slope * (10_000_000 - n2)
         out["spine_10M_linear_estimate_s"] = {k: round(v, 1) for k, v in est.items()}
-        print("10M rows, linear through the two largest sizes: "
-              + ", ".join(f"{k[:-2]} ~{v:.0f}" for k, v in est.items()) + f"; total ~{sum(est.values()):.0f} s")
+        print(
+            "10M rows, linear through the two largest sizes: "
+            + ", ".join(f"{k[:-2]} ~{v:.0f}" for k, v in est.items())
+            + f"; total ~{sum(est.values()):.0f} s"
+        )
     for mode in ("dagtest", "celery"):
         key = f"{mode}_{sizes[-1]}"
         if key in out:
@@ -420,8 +524,15 @@ def main() -> int:
             print(f"{mode} {sizes[-1]:,} rows: {wall:.1f} s end to end")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1, default=str))
-    return 0 if all(v.get("billed_matches_generator") for k, v in out.items()
-                    if isinstance(v, dict) and "billed_matches_generator" in v) else 1
+    return (
+        0
+        if all(
+            v.get("billed_matches_generator")
+            for k, v in out.items()
+            if isinstance(v, dict) and "billed_matches_generator" in v
+        )
+        else 1
+    )
 
 
 if __name__ == "__main__":

@@ -81,25 +81,45 @@ def _spine(path: str, home: str, direct: bool, q: mp.Queue) -> None:
     wh.migrate()
     rss0 = _rss_mb()
     t0 = time.perf_counter()
-    entry = load_batch(wh, RawBatch("bench", "aws", PERIOD, [Path(path)], "bench"), Cur2Converter(), direct=direct)
+    entry = load_batch(
+        wh, RawBatch("bench", "aws", PERIOD, [Path(path)], "bench"), Cur2Converter(), direct=direct
+    )
     seconds = time.perf_counter() - t0
     wh.close()
-    q.put({
-        "seconds": seconds, "timings": entry.timings, "status": entry.status, "rows": entry.row_count,
-        "message": entry.message, "billed": str(entry.focus_billed_total), "raw": str(entry.raw_billed_total),
-        "rss_mb": _rss_mb(), "rss_before": rss0, "gx_import_s": gx_import,
-    })
+    q.put(
+        {
+            "seconds": seconds,
+            "timings": entry.timings,
+            "status": entry.status,
+            "rows": entry.row_count,
+            "message": entry.message,
+            "billed": str(entry.focus_billed_total),
+            "raw": str(entry.raw_billed_total),
+            "rss_mb": _rss_mb(),
+            "rss_before": rss0,
+            "gx_import_s": gx_import,
+        }
+    )
 
 
 def _extract_load(endpoint: str, home: str, q: mp.Queue) -> None:
     """The whole path from S3: newest manifest, download (moto server, loopback), then the direct load."""
     import json
 
-    os.environ.update({
-        "FINOPS_HOME": home, "AWS_DEFAULT_REGION": "us-east-1",
-        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({"conn_type": "aws", "login": "bench", "password": "bench",
-                                                "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}),
-    })
+    os.environ.update(
+        {
+            "FINOPS_HOME": home,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(
+                {
+                    "conn_type": "aws",
+                    "login": "bench",
+                    "password": "bench",
+                    "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+                }
+            ),
+        }
+    )
     import great_expectations  # noqa: F401 - outside the timing, as in _spine
 
     from finops.config import AwsSource
@@ -120,9 +140,19 @@ def _extract_load(endpoint: str, home: str, q: mp.Queue) -> None:
     entry = load_batch(wh, batch, Cur2Converter(), direct=True)
     seconds = time.perf_counter() - t0
     wh.close()
-    q.put({"seconds": seconds, "extract_s": extract, "status": entry.status, "rows": entry.row_count,
-           "billed": str(entry.focus_billed_total), "raw": str(entry.raw_billed_total), "message": entry.message,
-           "timings": entry.timings, "rss_mb": _rss_mb()})
+    q.put(
+        {
+            "seconds": seconds,
+            "extract_s": extract,
+            "status": entry.status,
+            "rows": entry.row_count,
+            "billed": str(entry.focus_billed_total),
+            "raw": str(entry.raw_billed_total),
+            "message": entry.message,
+            "timings": entry.timings,
+            "rss_mb": _rss_mb(),
+        }
+    )
 
 
 def _serve_s3(root: Path, keys: list[str]):
@@ -140,8 +170,13 @@ def _serve_s3(root: Path, keys: list[str]):
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     endpoint = f"http://127.0.0.1:{port}"
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                      aws_access_key_id="bench", aws_secret_access_key="bench")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="bench",
+        aws_secret_access_key="bench",
+    )
     s3.create_bucket(Bucket=BUCKET)
     for rel in keys:  # data first, manifest last, as AWS delivers
         s3.upload_file(str(root / rel), BUCKET, f"{PREFIX}/{rel}")
@@ -179,15 +214,24 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--skip-pandas", action="store_true")
-    ap.add_argument("--skip-staging", action="store_true", help="skip the staging-parquet path (PostgreSQL's)")
-    ap.add_argument("--skip-s3", action="store_true", help="skip the load from a moto S3 server (extract included)")
-    ap.add_argument("--data-dir", default=None,
-                    help="keep the generated month here and reuse it on later runs with the same --rows")
+    ap.add_argument(
+        "--skip-staging", action="store_true", help="skip the staging-parquet path (PostgreSQL's)"
+    )
+    ap.add_argument(
+        "--skip-s3", action="store_true", help="skip the load from a moto S3 server (extract included)"
+    )
+    ap.add_argument(
+        "--data-dir",
+        default=None,
+        help="keep the generated month here and reuse it on later runs with the same --rows",
+    )
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 
     work = Path(args.workdir or tempfile.mkdtemp(prefix="finops-bench-"))
-    path, rows, billed, delivery = _generated(Path(args.data_dir) if args.data_dir else work / "export", args.rows)
+    path, rows, billed, delivery = _generated(
+        Path(args.data_dir) if args.data_dir else work / "export", args.rows
+    )
     print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     scan = _run(_scan, path)
     runs = {"direct": _run(_spine, path, str(work / "home-direct"), True)}
@@ -218,26 +262,40 @@ def main() -> None:
                 line(f"  {name}: {phase[:-2]}", secs)
         what = "fetch_batch + load_batch" if "extract_s" in r else "ingest.load_batch"
         line(f"spine, {name} ({what})", r["seconds"], r["rss_mb"])
-    print(f"(RSS is the process peak; {runs['direct']['rss_before']:.0f} MB before loading, imports incl. GX; "
-          f"importing GX once per task process: {runs['direct']['gx_import_s']:.1f} s, not counted above)")
+    print(
+        f"(RSS is the process peak; {runs['direct']['rss_before']:.0f} MB before loading, imports incl. GX; "
+        f"importing GX once per task process: {runs['direct']['gx_import_s']:.1f} s, not counted above)"
+    )
     best = runs["direct"]
     if not args.skip_pandas:
         pdr = _run(_pandas, path, str(work / "pandas.parquet"))
         line("pandas (read + same mapping + write)", pdr["seconds"], pdr["rss_mb"])
-        print(f"spine (direct) vs pandas: {pdr['seconds'] / best['seconds']:.1f}x faster, "
-              f"{pdr['rss_mb'] / best['rss_mb']:.1f}x less memory")
+        print(
+            f"spine (direct) vs pandas: {pdr['seconds'] / best['seconds']:.1f}x faster, "
+            f"{pdr['rss_mb'] / best['rss_mb']:.1f}x less memory"
+        )
     if "staging" in runs:
         print(f"direct vs staging path: {runs['staging']['seconds'] / best['seconds']:.1f}x")
     if "from S3" in runs:
-        print(f"from S3, extract included, vs scan baseline: {scan['seconds'] / runs['from S3']['seconds'] * 100:.0f}%")
-    print(f"spine (direct) vs scan baseline: {scan['seconds'] / best['seconds'] * 100:.0f}% of its rows/s; "
-          f"vs copy-only floor: {copy['seconds'] / best['seconds'] * 100:.0f}%; the mapping alone reaches "
-          f"{scan['seconds'] / mapped['seconds'] * 100:.0f}% of the scan")
+        print(
+            f"from S3, extract included, vs scan baseline: {scan['seconds'] / runs['from S3']['seconds'] * 100:.0f}%"
+        )
+    print(
+        f"spine (direct) vs scan baseline: {scan['seconds'] / best['seconds'] * 100:.0f}% of its rows/s; "
+        f"vs copy-only floor: {copy['seconds'] / best['seconds'] * 100:.0f}%; the mapping alone reaches "
+        f"{scan['seconds'] / mapped['seconds'] * 100:.0f}% of the scan"
+    )
     for name, r in runs.items():
         cents = Decimal("0.01")
-        ok = r["status"] == "loaded" and r["billed"] == r["raw"] and Decimal(r["billed"]).quantize(cents) == billed.quantize(cents)
-        print(f"{name}: {r['status']} {r['rows']:,} FOCUS rows, billed {r['billed']} (raw {r['raw']}, generator "
-              f"{billed}) reconciled={ok} {r['message'] or ''}")
+        ok = (
+            r["status"] == "loaded"
+            and r["billed"] == r["raw"]
+            and Decimal(r["billed"]).quantize(cents) == billed.quantize(cents)
+        )
+        print(
+            f"{name}: {r['status']} {r['rows']:,} FOCUS rows, billed {r['billed']} (raw {r['raw']}, generator "
+            f"{billed}) reconciled={ok} {r['message'] or ''}"
+        )
 
 
 def _copy(path: str, db: str, q: mp.Queue) -> None:
@@ -267,14 +325,28 @@ def _generated(root: Path, rows: int) -> tuple[str, int, Decimal, dict]:
             print(f"reusing {m['rows']:,} generated rows from {m['path']}")
             return m["path"], m["rows"], Decimal(m["billed"]), m["delivery"]
     t = time.perf_counter()
-    d = write_cur2_period(root / f"rows-{rows}", GenSpec(PERIOD, rows=rows, seed=1), prefix=PREFIX, bucket=BUCKET)
+    d = write_cur2_period(
+        root / f"rows-{rows}", GenSpec(PERIOD, rows=rows, seed=1), prefix=PREFIX, bucket=BUCKET
+    )
     path = str(root / f"rows-{rows}" / d.data_keys[0])
     size = Path(path).stat().st_size / 2**20
-    print(f"generated {d.totals.rows:,} rows ({size:.0f} MiB parquet) in {time.perf_counter() - t:.1f}s; "
-          f"expected billed {d.totals.billed_total}")
+    print(
+        f"generated {d.totals.rows:,} rows ({size:.0f} MiB parquet) in {time.perf_counter() - t:.1f}s; "
+        f"expected billed {d.totals.billed_total}"
+    )
     delivery = {"root": str(root / f"rows-{rows}"), "keys": [*d.data_keys, d.manifest_key]}
-    meta.write_text(json.dumps({"path": path, "rows": d.totals.rows, "billed": str(d.totals.billed_total),
-                                "bucket": BUCKET, "prefix": PREFIX, "delivery": delivery}))
+    meta.write_text(
+        json.dumps(
+            {
+                "path": path,
+                "rows": d.totals.rows,
+                "billed": str(d.totals.billed_total),
+                "bucket": BUCKET,
+                "prefix": PREFIX,
+                "delivery": delivery,
+            }
+        )
+    )
     return path, d.totals.rows, d.totals.billed_total, delivery
 
 

@@ -37,28 +37,65 @@ from finops.focus.units import normalize_unit
 
 # --------------------------------------------------------------------------- lookup tables
 PURCHASE_TYPES = ("Fee", "RIFee", "SavingsPlanUpfrontFee", "SavingsPlanRecurringFee")
-USAGE_TYPES = ("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation", "BundledDiscount")
+USAGE_TYPES = (
+    "Usage",
+    "DiscountedUsage",
+    "SavingsPlanCoveredUsage",
+    "SavingsPlanNegation",
+    "BundledDiscount",
+)
 COMMITTED_USAGE = ("DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation")
 COMMITTED_FEES = ("RIFee", "SavingsPlanRecurringFee", "SavingsPlanUpfrontFee")
 
 # The raw columns the mapping reads: a competent pandas user loads only these (CUR 2.0 has ~125,
 # and its MAP columns are slow to turn into Python objects), as DuckDB's projection pushdown does.
 RAW_COLUMNS = (
-    "bill_bill_type", "bill_billing_entity", "bill_billing_period_end_date", "bill_billing_period_start_date",
-    "bill_invoice_id", "bill_payer_account_id", "bill_payer_account_name",
-    "capacity_reservation_capacity_reservation_a_r_n", "capacity_reservation_capacity_reservation_status",
-    "line_item_availability_zone", "line_item_currency_code", "line_item_legal_entity",
-    "line_item_line_item_description", "line_item_line_item_type", "line_item_net_unblended_cost",
-    "line_item_net_unblended_rate", "line_item_operation", "line_item_product_code", "line_item_resource_id",
-    "line_item_unblended_cost", "line_item_unblended_rate", "line_item_usage_account_id",
-    "line_item_usage_account_name", "line_item_usage_amount", "line_item_usage_end_date",
-    "line_item_usage_start_date", "line_item_usage_type", "pricing_currency", "pricing_public_on_demand_cost",
-    "pricing_public_on_demand_rate", "pricing_rate_code", "pricing_unit", "product_instance_type",
-    "product_location", "product_product_family", "product_region_code", "product_sku",
-    "reservation_effective_cost", "reservation_reservation_a_r_n",
-    "reservation_unused_amortized_upfront_fee_for_billing_period", "reservation_unused_quantity",
-    "reservation_unused_recurring_fee", "resource_tags", "savings_plan_savings_plan_a_r_n",
-    "savings_plan_savings_plan_effective_cost", "savings_plan_total_commitment_to_date",
+    "bill_bill_type",
+    "bill_billing_entity",
+    "bill_billing_period_end_date",
+    "bill_billing_period_start_date",
+    "bill_invoice_id",
+    "bill_payer_account_id",
+    "bill_payer_account_name",
+    "capacity_reservation_capacity_reservation_a_r_n",
+    "capacity_reservation_capacity_reservation_status",
+    "line_item_availability_zone",
+    "line_item_currency_code",
+    "line_item_legal_entity",
+    "line_item_line_item_description",
+    "line_item_line_item_type",
+    "line_item_net_unblended_cost",
+    "line_item_net_unblended_rate",
+    "line_item_operation",
+    "line_item_product_code",
+    "line_item_resource_id",
+    "line_item_unblended_cost",
+    "line_item_unblended_rate",
+    "line_item_usage_account_id",
+    "line_item_usage_account_name",
+    "line_item_usage_amount",
+    "line_item_usage_end_date",
+    "line_item_usage_start_date",
+    "line_item_usage_type",
+    "pricing_currency",
+    "pricing_public_on_demand_cost",
+    "pricing_public_on_demand_rate",
+    "pricing_rate_code",
+    "pricing_unit",
+    "product_instance_type",
+    "product_location",
+    "product_product_family",
+    "product_region_code",
+    "product_sku",
+    "reservation_effective_cost",
+    "reservation_reservation_a_r_n",
+    "reservation_unused_amortized_upfront_fee_for_billing_period",
+    "reservation_unused_quantity",
+    "reservation_unused_recurring_fee",
+    "resource_tags",
+    "savings_plan_savings_plan_a_r_n",
+    "savings_plan_savings_plan_effective_cost",
+    "savings_plan_total_commitment_to_date",
     "savings_plan_used_commitment",
 )
 
@@ -184,7 +221,9 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
     ri_fee = (lit == "Fee").to_numpy() & has_ri  # an RI upfront fee
 
     # ServiceName key: data transfer and EC2 EBS lines are services of their own.
-    transfer = _like(usage_type, "DataTransfer") | _like(usage_type, "-Bytes") | (product_family == "Data Transfer")
+    transfer = (
+        _like(usage_type, "DataTransfer") | _like(usage_type, "-Bytes") | (product_family == "Data Transfer")
+    )
     ebs = (product_code == "AmazonEC2") & (_like(usage_type, "EBS:") | (product_family == "Storage"))
     svc = pd.Series(_pick([transfer, ebs], ["AWSDataTransfer", "AmazonEBS"], None), dtype=object)
     svc = svc.where(transfer | ebs, product_code)
@@ -192,27 +231,48 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
     service_category = svc.map({k: v[0] for k, v in SERVICE_CLASSES.items()}).fillna("Other")
     service_subcategory = svc.map({k: v[1] for k, v in SERVICE_CLASSES.items()}).fillna("Other (Other)")
 
-    cc = pd.Series(_pick(
-        [unused, lit == "Tax", lit == "Credit", lit == "Refund", is_(PURCHASE_TYPES),
-         is_(USAGE_TYPES) | lit.str.endswith("Discount", na=False)],
-        ["Usage", "Tax", "Credit", "Adjustment", "Purchase", "Usage"],
-        "Adjustment",
-    ), dtype=object)
+    cc = pd.Series(
+        _pick(
+            [
+                unused,
+                lit == "Tax",
+                lit == "Credit",
+                lit == "Refund",
+                is_(PURCHASE_TYPES),
+                is_(USAGE_TYPES) | lit.str.endswith("Discount", na=False),
+            ],
+            ["Usage", "Tax", "Credit", "Adjustment", "Purchase", "Usage"],
+            "Adjustment",
+        ),
+        dtype=object,
+    )
     priced = cc.isin(("Usage", "Purchase")).to_numpy()
     usage = (cc == "Usage").to_numpy()
 
     sp_unused = sp_total - sp_used
     effective = _pick_num(
-        [unused & (lit == "SavingsPlanRecurringFee"), unused,
-         lit == "SavingsPlanCoveredUsage",
-         is_(("SavingsPlanNegation", "SavingsPlanUpfrontFee", "SavingsPlanRecurringFee", "RIFee")),
-         lit == "DiscountedUsage", ri_fee],
-        [sp_unused.fillna(unblended), ri_unused_upfront.fillna(0) + ri_unused_recurring.fillna(0),
-         sp_effective.fillna(0), 0, ri_effective.fillna(0), 0],
+        [
+            unused & (lit == "SavingsPlanRecurringFee"),
+            unused,
+            lit == "SavingsPlanCoveredUsage",
+            is_(("SavingsPlanNegation", "SavingsPlanUpfrontFee", "SavingsPlanRecurringFee", "RIFee")),
+            lit == "DiscountedUsage",
+            ri_fee,
+        ],
+        [
+            sp_unused.fillna(unblended),
+            ri_unused_upfront.fillna(0) + ri_unused_recurring.fillna(0),
+            sp_effective.fillna(0),
+            0,
+            ri_effective.fillna(0),
+            0,
+        ],
         unblended,
     )
     raw_unit = take(_str(df, "pricing_unit"))
-    focus_unit = raw_unit.map({u: normalize_unit(u) for u in raw_unit.dropna().unique()})  # few distinct units
+    focus_unit = raw_unit.map(
+        {u: normalize_unit(u) for u in raw_unit.dropna().unique()}
+    )  # few distinct units
     unit_or_units = focus_unit.fillna("Units")
     contracted_rate = net_rate.fillna(rate)
     same_ccy = (pricing_currency.isna() | (pricing_currency == currency)).to_numpy()
@@ -238,51 +298,84 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
         "effective_cost": effective,
         "invoice_issuer_name": "AWS",
         "list_cost": _pick_num(
-            [unused | (lit == "SavingsPlanNegation"), is_(("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage"))],
-            [0, public_od_cost.fillna(unblended)], unblended),
+            [
+                unused | (lit == "SavingsPlanNegation"),
+                is_(("Usage", "DiscountedUsage", "SavingsPlanCoveredUsage")),
+            ],
+            [0, public_od_cost.fillna(unblended)],
+            unblended,
+        ),
         "pricing_quantity": np.where(priced, usage_amount, np.nan),
         "pricing_unit": _pick([priced & usage_amount.notna()], [unit_or_units]),
         "provider_name": "AWS",
-        "publisher_name": _pick([billing_entity == "AWS Marketplace"], [legal_entity.fillna("AWS Marketplace")], "AWS"),
+        "publisher_name": _pick(
+            [billing_entity == "AWS Marketplace"], [legal_entity.fillna("AWS Marketplace")], "AWS"
+        ),
         "service_category": service_category,
         "service_name": service_name,
         "availability_zone": take(_str(df, "line_item_availability_zone")),
         "charge_frequency": _pick(
-            [is_(("RIFee", "SavingsPlanRecurringFee", "Tax")) & ~unused,
-             is_(("Fee", "SavingsPlanUpfrontFee", "Credit", "Refund")) | bill_type.isin(("Purchase", "Refund"))],
-            ["Recurring", "One-Time"], "Usage-Based"),
+            [
+                is_(("RIFee", "SavingsPlanRecurringFee", "Tax")) & ~unused,
+                is_(("Fee", "SavingsPlanUpfrontFee", "Credit", "Refund"))
+                | bill_type.isin(("Purchase", "Refund")),
+            ],
+            ["Recurring", "One-Time"],
+            "Usage-Based",
+        ),
         "invoice_id": take(_str(df, "bill_invoice_id")),
         "service_subcategory": service_subcategory,
         "billing_account_type": null,
         "capacity_reservation_id": cr_id,
         "capacity_reservation_status": _pick(
             [cr_raw_status.str.contains("unused", case=False, regex=False, na=False), cr_id.notna()],
-            ["Unused", "Used"]),
+            ["Unused", "Used"],
+        ),
         "commitment_discount_category": _pick(
-            [sp_line & has_sp, (ri_line | (lit == "Fee")) & has_ri], ["Spend", "Usage"]),
+            [sp_line & has_sp, (ri_line | (lit == "Fee")) & has_ri], ["Spend", "Usage"]
+        ),
         "commitment_discount_id": _pick([sp_line, ri_line | ri_fee], [sp_arn, ri_arn]),
         "commitment_discount_name": null,
         "commitment_discount_quantity": _pick_num(
-            [lit == "SavingsPlanCoveredUsage", (lit == "SavingsPlanRecurringFee") & unused,
-             lit == "SavingsPlanRecurringFee", lit == "DiscountedUsage", (lit == "RIFee") & unused, lit == "RIFee"],
-            [sp_effective, sp_unused, sp_total, usage_amount, ri_unused_quantity, usage_amount]),
+            [
+                lit == "SavingsPlanCoveredUsage",
+                (lit == "SavingsPlanRecurringFee") & unused,
+                lit == "SavingsPlanRecurringFee",
+                lit == "DiscountedUsage",
+                (lit == "RIFee") & unused,
+                lit == "RIFee",
+            ],
+            [sp_effective, sp_unused, sp_total, usage_amount, ri_unused_quantity, usage_amount],
+        ),
         "commitment_discount_status": _pick([is_(COMMITTED_USAGE), unused], ["Used", "Unused"]),
         "commitment_discount_type": _pick(
-            [sp_line & has_sp, (ri_line | (lit == "Fee")) & has_ri], ["Savings Plan", "Reserved Instance"]),
+            [sp_line & has_sp, (ri_line | (lit == "Fee")) & has_ri], ["Savings Plan", "Reserved Instance"]
+        ),
         "commitment_discount_unit": _pick([sp_line & has_sp, ri_line & has_ri], [currency, "Hours"]),
-        "consumed_quantity": np.where(usage & ~unused, np.where(lit == "SavingsPlanNegation", 0.0, usage_amount), np.nan),
+        "consumed_quantity": np.where(
+            usage & ~unused, np.where(lit == "SavingsPlanNegation", 0.0, usage_amount), np.nan
+        ),
         "consumed_unit": _pick([usage & ~unused & usage_amount.notna()], [unit_or_units]),
         "contracted_unit_price": _pick_num([unused, priced], [0, contracted_rate]),
         "list_unit_price": _pick_num([unused, priced], [0, public_od_rate]),
         "pricing_category": _pick(
-            [cc.isin(("Tax", "Credit", "Adjustment")), is_(COMMITTED_USAGE), is_(COMMITTED_FEES) | ri_fee,
-             _like(usage_type, "SpotUsage")],
-            [None, "Committed", "Committed", "Dynamic"], "Standard"),
+            [
+                cc.isin(("Tax", "Credit", "Adjustment")),
+                is_(COMMITTED_USAGE),
+                is_(COMMITTED_FEES) | ri_fee,
+                _like(usage_type, "SpotUsage"),
+            ],
+            [None, "Committed", "Committed", "Dynamic"],
+            "Standard",
+        ),
         "pricing_currency": pricing_currency.fillna(currency),
         "pricing_currency_contracted_unit_price": _pick_num(
-            [same_ccy & unused, same_ccy & priced], [0, contracted_rate]),
+            [same_ccy & unused, same_ccy & priced], [0, contracted_rate]
+        ),
         "pricing_currency_effective_cost": np.where(same_ccy, effective, np.nan),
-        "pricing_currency_list_unit_price": _pick_num([same_ccy & unused, same_ccy & priced], [0, public_od_rate]),
+        "pricing_currency_list_unit_price": _pick_num(
+            [same_ccy & unused, same_ccy & priced], [0, public_od_rate]
+        ),
         "region_id": take(_str(df, "product_region_code")),
         "region_name": take(_str(df, "product_location")),
         "resource_id": take(_str(df, "line_item_resource_id")),
@@ -308,8 +401,9 @@ def map_cur2(df: pd.DataFrame, source: str, billing_period: str, load_id: str) -
     return pd.DataFrame(out, index=pd.RangeIndex(len(pos)))  # scalars (constants, None) broadcast
 
 
-def run(path: str, out: str, *, source: str = "bench", billing_period: str = "2025-01",
-        load_id: str = "bench") -> dict[str, Any]:
+def run(
+    path: str, out: str, *, source: str = "bench", billing_period: str = "2025-01", load_id: str = "bench"
+) -> dict[str, Any]:
     """Read one CUR 2.0 parquet file with pandas, map it, write the FOCUS parquet: the whole
     pandas path bench/ingest.py times (seconds, rows, float billed total); the caller adds peak RSS."""
     t = time.perf_counter()

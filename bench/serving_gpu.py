@@ -35,37 +35,66 @@ def _fmt(v: Any, spec: str = ".4g") -> str:
 def markdown(doc: dict[str, Any], price: Decimal | None, label: str) -> str:
     sv = doc.get("serving") or {}
     dev = doc["device"]
-    lines = [f"# Serving benchmark: {dev.get('name')} ({doc['profile']})", "",
-             f"torch {dev.get('torch_version')}, CUDA {dev.get('cuda_version')}, driver {dev.get('driver_version')}, "
-             f"compute capability {dev.get('compute_capability')}; {doc['started_at']} to {doc['finished_at']} "
-             f"({doc['duration_s']:.0f} s); schema v{doc['schema_version']}.", "",
-             f"Method: {json.dumps(sv.get('method', {}))}", "",
-             "| model | dtype | batch | req/s | out tok/s | P50 ms | P95 ms | P99 ms | peak GiB | samples | P99 ok |"
-             + (" $/1k req | $/1M out tok |" if price is not None else ""),
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|" if price is not None else "")]
+    lines = [
+        f"# Serving benchmark: {dev.get('name')} ({doc['profile']})",
+        "",
+        f"torch {dev.get('torch_version')}, CUDA {dev.get('cuda_version')}, driver {dev.get('driver_version')}, "
+        f"compute capability {dev.get('compute_capability')}; {doc['started_at']} to {doc['finished_at']} "
+        f"({doc['duration_s']:.0f} s); schema v{doc['schema_version']}.",
+        "",
+        f"Method: {json.dumps(sv.get('method', {}))}",
+        "",
+        "| model | dtype | batch | req/s | out tok/s | P50 ms | P95 ms | P99 ms | peak GiB | samples | P99 ok |"
+        + (" $/1k req | $/1M out tok |" if price is not None else ""),
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|" if price is not None else ""),
+    ]
     for r in sv.get("rows", []):
         mem = r.get("peak_memory_bytes")
-        cells = [r["model"], r["dtype"], str(r["batch"]), _fmt(r["requests_per_s"]), _fmt(r["output_tokens_per_s"]),
-                 _fmt(r["p50_ms"]), _fmt(r["p95_ms"]), _fmt(r["p99_ms"]), _fmt(mem / 2**30 if mem else None, ".3g"),
-                 str(r["samples"]), "yes" if r["meets_p99"] else "no"]
+        cells = [
+            r["model"],
+            r["dtype"],
+            str(r["batch"]),
+            _fmt(r["requests_per_s"]),
+            _fmt(r["output_tokens_per_s"]),
+            _fmt(r["p50_ms"]),
+            _fmt(r["p95_ms"]),
+            _fmt(r["p99_ms"]),
+            _fmt(mem / 2**30 if mem else None, ".3g"),
+            str(r["samples"]),
+            "yes" if r["meets_p99"] else "no",
+        ]
         if price is not None:
             c = serving_cost.unit_costs(price, r["requests_per_s"], r["output_tokens_per_s"])
             cells += [_fmt(c.per_1k_requests, "f"), _fmt(c.per_1m_output_tokens, "f")]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Best batch under the P99 target (per model and precision):", "",
-              "| model | dtype | P99 target ms | batch | req/s | out tok/s | P99 ms |", "|---|---|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "Best batch under the P99 target (per model and precision):",
+        "",
+        "| model | dtype | P99 target ms | batch | req/s | out tok/s | P99 ms |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
     for b in sv.get("best", []):
-        lines.append(f"| {b['model']} | {b['dtype']} | {b['p99_target_ms']:g} | {_fmt(b['batch'])} | "
-                     f"{_fmt(b.get('requests_per_s'))} | {_fmt(b.get('output_tokens_per_s'))} | {_fmt(b.get('p99_ms'))} |")
+        lines.append(
+            f"| {b['model']} | {b['dtype']} | {b['p99_target_ms']:g} | {_fmt(b['batch'])} | "
+            f"{_fmt(b.get('requests_per_s'))} | {_fmt(b.get('output_tokens_per_s'))} | {_fmt(b.get('p99_ms'))} |"
+        )
     if sv.get("skipped"):
         lines += ["", "Skipped:", ""]
-        lines += [f"- {s['model']} {s['dtype']}" + (f" batch {s['batch']}" if s.get("batch") else "") + f": {s['reason']}"
-                  for s in sv["skipped"]]
+        lines += [
+            f"- {s['model']} {s['dtype']}"
+            + (f" batch {s['batch']}" if s.get("batch") else "")
+            + f": {s['reason']}"
+            for s in sv["skipped"]
+        ]
     quant = {m: v.get("quantisation") for m, v in sv.get("models", {}).items() if v.get("quantisation")}
     if quant:
         lines += ["", f"Quantisation checks: {json.dumps(quant)}"]
     if price is not None:
-        lines += ["", f"Price: {price} USD/h ({label}); {dev.get('count')} GPU(s) on the machine, figures per GPU."]
+        lines += [
+            "",
+            f"Price: {price} USD/h ({label}); {dev.get('count')} GPU(s) on the machine, figures per GPU.",
+        ]
     lines += ["", f"Models: {json.dumps(sv.get('models', {}))}", ""]
     return "\n".join(lines)
 
@@ -93,17 +122,29 @@ def main(argv: list[str] | None = None) -> int:
         overrides["dtypes"] = tuple(d for d in args.serving_dtypes.split(",") if d)
     import torch
 
-    print(f"serving_gpu: torch {torch.__version__}, CUDA build {torch.version.cuda}, "
-          f"cuda available={torch.cuda.is_available()}", flush=True)
+    print(
+        f"serving_gpu: torch {torch.__version__}, CUDA build {torch.version.cuda}, "
+        f"cuda available={torch.cuda.is_available()}",
+        flush=True,
+    )
     if args.device != "cpu" and not torch.cuda.is_available():
-        print("serving_gpu: torch sees no CUDA device (a CPU-only wheel, or no driver); "
-              "--device cpu runs the same path on CPU", file=sys.stderr)
+        print(
+            "serving_gpu: torch sees no CUDA device (a CPU-only wheel, or no driver); "
+            "--device cpu runs the same path on CPU",
+            file=sys.stderr,
+        )
         return 2
     t0 = time.monotonic()
     budget = profiles.pick("cpu" if args.device == "cpu" else "cuda", args.quick).budgets_s["serving"]
     try:
-        doc = run_suite(args.device, args.quick, ["serving"], {"run": "bench/serving_gpu.py"},
-                        args.budget_s / budget, overrides)
+        doc = run_suite(
+            args.device,
+            args.quick,
+            ["serving"],
+            {"run": "bench/serving_gpu.py"},
+            args.budget_s / budget,
+            overrides,
+        )
     except (RuntimeError, ValueError) as e:
         print(f"serving_gpu: {e}", file=sys.stderr)
         return 2
@@ -113,9 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "serving.md").write_text(md)
     print(md)
     sec = doc["sections"]["serving"]
-    print(f"serving_gpu: section {sec['status']} in {sec['seconds']:.1f} s (wall {time.monotonic() - t0:.1f} s), "
-          f"{len((doc.get('serving') or {}).get('rows', []))} points, schema v{SCHEMA_VERSION}; "
-          f"wrote {args.out}/serving.json and serving.md")
+    print(
+        f"serving_gpu: section {sec['status']} in {sec['seconds']:.1f} s (wall {time.monotonic() - t0:.1f} s), "
+        f"{len((doc.get('serving') or {}).get('rows', []))} points, schema v{SCHEMA_VERSION}; "
+        f"wrote {args.out}/serving.json and serving.md"
+    )
     if sec["status"] == "error":
         print(sec.get("error"), sec.get("traceback"), sep="\n", file=sys.stderr)
         return 1

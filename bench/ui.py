@@ -111,17 +111,23 @@ def postgres_pages(path: Path, dsn: str, cases: list[tuple[str, Callable]], repe
     try:
         t = time.perf_counter()
         copied = 0
-        tables = [r[0] for r in src.query(
-            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
-            "AND table_name NOT IN ('focus_costs', 'schema_migrations') ORDER BY 1")]
+        tables = [
+            r[0]
+            for r in src.query(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = 'main' "
+                "AND table_name NOT IN ('focus_costs', 'schema_migrations') ORDER BY 1"
+            )
+        ]
         for table in tables:
             data = src.query_arrow(f'SELECT * FROM "{table}"')
             if data.num_rows:
                 pg.execute(f'DELETE FROM "{table}"')
                 copied += pg.insert_arrow(table, data)
         pg.execute("ANALYZE")
-        print(f"\nPostgreSQL schema {schema}: {copied:,} rows of {len(tables)} tables copied in "
-              f"{time.perf_counter() - t:.1f} s (focus_costs left empty)")
+        print(
+            f"\nPostgreSQL schema {schema}: {copied:,} rows of {len(tables)} tables copied in "
+            f"{time.perf_counter() - t:.1f} s (focus_costs left empty)"
+        )
         print(f"{'endpoint query (PostgreSQL)':45s} {'p50 ms':>9s} {'p95 ms':>9s}  same answer as DuckDB")
         for name, fn in cases:
             p50, p95 = timed(lambda fn=fn: fn(Reader(pg)), repeat)
@@ -139,8 +145,12 @@ def main() -> None:
     ap.add_argument("--rows-per-day", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--keep", help="directory to keep the warehouse in (reused when it exists)")
-    ap.add_argument("--skip-raw", action="store_true", help="skip the two no-rollup raw scans (slow at a year)")
-    ap.add_argument("--postgres-dsn", help="also time every page on PostgreSQL (tables the pages read, copied over)")
+    ap.add_argument(
+        "--skip-raw", action="store_true", help="skip the two no-rollup raw scans (slow at a year)"
+    )
+    ap.add_argument(
+        "--postgres-dsn", help="also time every page on PostgreSQL (tables the pages read, copied over)"
+    )
     args = ap.parse_args()
     home = Path(args.keep or tempfile.mkdtemp(prefix="finops-bench-ui-"))
     home.mkdir(parents=True, exist_ok=True)
@@ -157,7 +167,9 @@ def main() -> None:
     if not wh.query("SELECT COUNT(*) FROM focus_costs")[0][0]:  # a kept warehouse is reused
         t = time.perf_counter()
         generate(wh, args.days, args.rows_per_day, start)
-        print(f"generated {args.days * args.rows_per_day:,} focus_costs rows in {time.perf_counter() - t:.1f} s")
+        print(
+            f"generated {args.days * args.rows_per_day:,} focus_costs rows in {time.perf_counter() - t:.1f} s"
+        )
     n = wh.query("SELECT COUNT(*) FROM focus_costs")[0][0]
     t = time.perf_counter()
     wh.execute("DELETE FROM ui_rollup_state")
@@ -165,34 +177,62 @@ def main() -> None:
     done = rollup.refresh_stale(wh)
     roll_s = time.perf_counter() - t
     rows = wh.query("SELECT COUNT(*) FROM ui_cost_daily")[0][0]
-    print(f"rollup: {len(done)} partitions, {rows:,} rollup rows from {n:,} line items in {roll_s:.1f} s "
-          f"({n / roll_s / 1e6:.1f} M rows/s)")
+    print(
+        f"rollup: {len(done)} partitions, {rows:,} rollup rows from {n:,} line items in {roll_s:.1f} s "
+        f"({n / roll_s / 1e6:.1f} M rows/s)"
+    )
     wh.close()
     period = start.strftime("%Y-%m")
     P = queries.Page(1, 50)
     cases: list[tuple[str, Callable]] = [
         ("overview", lambda r: queries.overview(r)),
-        ("cost by provider (rollup)", lambda r: queries.cost_timeseries(r, dim="provider", start=start, end=end)),
-        ("cost by service (rollup)", lambda r: queries.cost_timeseries(r, dim="service", start=start, end=end)),
-        ("cost by provider, month grain", lambda r: queries.cost_timeseries(r, dim="provider", grain="month",
-                                                                            start=start, end=end)),
-        ("cost by team (showback_daily)", lambda r: queries.cost_timeseries(r, dim="team", start=start, end=end)),
+        (
+            "cost by provider (rollup)",
+            lambda r: queries.cost_timeseries(r, dim="provider", start=start, end=end),
+        ),
+        (
+            "cost by service (rollup)",
+            lambda r: queries.cost_timeseries(r, dim="service", start=start, end=end),
+        ),
+        (
+            "cost by provider, month grain",
+            lambda r: queries.cost_timeseries(r, dim="provider", grain="month", start=start, end=end),
+        ),
+        (
+            "cost by team (showback_daily)",
+            lambda r: queries.cost_timeseries(r, dim="team", start=start, end=end),
+        ),
         ("showback table", lambda r: queries.showback(r, period=None, view="amortised", page=P)),
-        ("showback team breakdown", lambda r: queries.team_breakdown(r, period=period, team="team-3",
-                                                                     view="amortised", page=P)),
-        ("showback team resources", lambda r: queries.team_resources(
-            r, period=period, team="team-3", view="amortised", tag_keys=["team", "Team"], page=P)),
+        (
+            "showback team breakdown",
+            lambda r: queries.team_breakdown(r, period=period, team="team-3", view="amortised", page=P),
+        ),
+        (
+            "showback team resources",
+            lambda r: queries.team_resources(
+                r, period=period, team="team-3", view="amortised", tag_keys=["team", "Team"], page=P
+            ),
+        ),
         ("anomalies", lambda r: queries.anomalies(r, status=None, severity=None, page=P)),
-        ("policy actions (page 100)", lambda r: queries.policy_actions(r, filters={}, page=queries.Page(100, 50))),
-        ("tag compliance (+ month cost)", lambda r: queries.tag_compliance(r, day=None, tag_keys=["team", "Team"],
-                                                                            page=P)),
+        (
+            "policy actions (page 100)",
+            lambda r: queries.policy_actions(r, filters={}, page=queries.Page(100, 50)),
+        ),
+        (
+            "tag compliance (+ month cost)",
+            lambda r: queries.tag_compliance(r, day=None, tag_keys=["team", "Team"], page=P),
+        ),
     ]
-    print(f"\n{n:,} focus_costs rows ({args.days} days x {args.rows_per_day:,}/day), DuckDB, {os.cpu_count()} CPUs")
+    print(
+        f"\n{n:,} focus_costs rows ({args.days} days x {args.rows_per_day:,}/day), DuckDB, {os.cpu_count()} CPUs"
+    )
     print(f"{'endpoint query':45s} {'p50 ms':>9s} {'p95 ms':>9s}")
     for name, fn in cases:
+
         def once(fn=fn) -> object:
             with open_reader() as r:
                 return fn(r)
+
         p50, p95 = timed(once, args.repeat)
         print(f"{name:45s} {p50:9.1f} {p95:9.1f}")
     if args.postgres_dsn:
@@ -203,14 +243,22 @@ def main() -> None:
     wh.execute("DELETE FROM ui_rollup_state")  # every partition stale: the pages read focus_costs themselves
     wh.close()
     for name, fn in [
-        ("cost by provider (NO rollup: raw scan)",
-         lambda r: queries.cost_timeseries(r, dim="provider", start=start, end=end)),
-        ("showback team resources (NO rollup)", lambda r: queries.team_resources(
-            r, period=period, team="team-3", view="amortised", tag_keys=["team", "Team"], page=P)),
+        (
+            "cost by provider (NO rollup: raw scan)",
+            lambda r: queries.cost_timeseries(r, dim="provider", start=start, end=end),
+        ),
+        (
+            "showback team resources (NO rollup)",
+            lambda r: queries.team_resources(
+                r, period=period, team="team-3", view="amortised", tag_keys=["team", "Team"], page=P
+            ),
+        ),
     ]:
+
         def once_raw(fn=fn) -> object:
             with open_reader() as r:
                 return fn(r)
+
         p50, p95 = timed(once_raw, 2)
         print(f"{name:45s} {p50:9.1f} {p95:9.1f}")
     if not args.keep:

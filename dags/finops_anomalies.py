@@ -5,7 +5,8 @@ Team monitors read the showback tables: finops_anomalies_teams runs them after f
 from finops.orchestration.anomaly_dags import build_anomaly_dag
 
 dag = build_anomaly_dag(
-    "finops_anomalies", "focus_costs",
+    "finops_anomalies",
+    "focus_costs",
     "Detect cost anomalies per provider / service / account / tag (seasonal median + MAD, $ floor and % "
     "threshold) and alert once.",
     __doc__,

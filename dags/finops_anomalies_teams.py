@@ -5,7 +5,8 @@ are scored on the showback of that load, never on the previous or a half-rewritt
 from finops.orchestration.anomaly_dags import build_anomaly_dag
 
 dag = build_anomaly_dag(
-    "finops_anomalies_teams", "showback",
+    "finops_anomalies_teams",
+    "showback",
     "Detect cost anomalies per team on the fresh showback (seasonal median + MAD, $ floor and % threshold) "
     "and alert once.",
     __doc__,

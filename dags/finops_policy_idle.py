@@ -6,6 +6,10 @@ from datetime import timedelta
 
 from finops.orchestration.policy_dags import build_policy_dag
 
-dag = build_policy_dag("idle", "finops_policy_idle", "7 * * * *",
-                       "Hourly idle-GPU detection, mark-for-stop with grace period, capped and audited",
-                       execution_timeout=timedelta(minutes=45))
+dag = build_policy_dag(
+    "idle",
+    "finops_policy_idle",
+    "7 * * * *",
+    "Hourly idle-GPU detection, mark-for-stop with grace period, capped and audited",
+    execution_timeout=timedelta(minutes=45),
+)

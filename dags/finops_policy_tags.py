@@ -4,5 +4,9 @@ An Airflow DAG file: wiring only (finops.orchestration.policy_dags; logic in fin
 
 from finops.orchestration.policy_dags import build_policy_dag
 
-dag = build_policy_dag("tags", "finops_policy_tags", "30 5 * * *",
-                       "Daily tag-compliance snapshot and enforcement (dry-run unless enabled)")
+dag = build_policy_dag(
+    "tags",
+    "finops_policy_tags",
+    "30 5 * * *",
+    "Daily tag-compliance snapshot and enforcement (dry-run unless enabled)",
+)

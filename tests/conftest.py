@@ -33,7 +33,9 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 os.environ.pop("AWS_PROFILE", None)
 
 pytest_plugins = sorted(
-    f"tests.fixtures.{p.stem}" for p in (REPO / "tests" / "fixtures").glob("*.py") if not p.name.startswith("_")
+    f"tests.fixtures.{p.stem}"
+    for p in (REPO / "tests" / "fixtures").glob("*.py")
+    if not p.name.startswith("_")
 )
 
 _TEMPLATE = REPO / ".finops-test" / "airflow-template.db"
@@ -51,7 +53,11 @@ def _migrate_template() -> Path:
     env = dict(os.environ, AIRFLOW_HOME=str(tmp_home))
     env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"] = f"sqlite:///{tmp_home}/airflow.db"
     subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"], env=env, check=True, capture_output=True, timeout=300
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     part = _TEMPLATE.with_suffix(f".{os.getpid()}.part")
     shutil.copy(tmp_home / "airflow.db", part)

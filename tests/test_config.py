@@ -17,8 +17,19 @@ def test_example_config_parses():
 
 def test_design_md_aws_shape():
     cfg = parse_config(
-        {"sources": {"aws": [{"name": "main-payer", "conn_id": "aws_default", "bucket": "b",
-                              "prefix": "exports/my-export/", "format": "cur2"}]}}
+        {
+            "sources": {
+                "aws": [
+                    {
+                        "name": "main-payer",
+                        "conn_id": "aws_default",
+                        "bucket": "b",
+                        "prefix": "exports/my-export/",
+                        "format": "cur2",
+                    }
+                ]
+            }
+        }
     )
     assert cfg.sources.aws[0].prefix == "exports/my-export"
 
@@ -26,17 +37,36 @@ def test_design_md_aws_shape():
 @pytest.mark.parametrize(
     "data, fragment",
     [
-        ({"sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "format": "cur3"}]}},
-         "sources.aws[0].format"),
+        (
+            {"sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "format": "cur3"}]}},
+            "sources.aws[0].format",
+        ),
         ({"sources": {"aws": [{"name": "x", "prefix": "p"}]}}, "sources.aws[0].bucket: Field required"),
         ({"sources": {"aws": [{"name": "Bad Name!", "bucket": "b", "prefix": "p"}]}}, "sources.aws[0].name"),
-        ({"sources": {"gcp": [{"name": "g", "project": "p", "dataset": "d", "table": "t", "reload_days": 99}]}},
-         "sources.gcp[0].reload_days"),
-        ({"warehouse": {"conn_id": "w", "colour": "blue"}}, "warehouse.colour: Extra inputs are not permitted"),
-        ({"sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "secret_access_key": "AKIA..."}]}},
-         "sources.aws[0].secret_access_key: secrets are not allowed"),
-        ({"alerts": {"routes": [{"team": "ml", "webhook_url": "https://hooks.slack.com/x"}]}},
-         "alerts.routes[0].webhook_url: secrets are not allowed"),
+        (
+            {
+                "sources": {
+                    "gcp": [{"name": "g", "project": "p", "dataset": "d", "table": "t", "reload_days": 99}]
+                }
+            },
+            "sources.gcp[0].reload_days",
+        ),
+        (
+            {"warehouse": {"conn_id": "w", "colour": "blue"}},
+            "warehouse.colour: Extra inputs are not permitted",
+        ),
+        (
+            {
+                "sources": {
+                    "aws": [{"name": "x", "bucket": "b", "prefix": "p", "secret_access_key": "AKIA..."}]
+                }
+            },
+            "sources.aws[0].secret_access_key: secrets are not allowed",
+        ),
+        (
+            {"alerts": {"routes": [{"team": "ml", "webhook_url": "https://hooks.slack.com/x"}]}},
+            "alerts.routes[0].webhook_url: secrets are not allowed",
+        ),
         (["not", "a", "mapping"], "expected a mapping"),
     ],
 )
@@ -49,14 +79,36 @@ def test_bad_config_names_key_and_reason(data, fragment):
 @pytest.mark.parametrize(
     "data, fragment",
     [
-        ({"warehouse": {"conn_id": "postgresql://finops:hunter2@db.internal/finops"}}, "warehouse.conn_id: must be"),
-        ({"sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "conn_id": "aws://AKIAX:hunter2@"}]}},
-         "sources.aws[0].conn_id: must be"),
-        ({"prices": {"lambda": {"conn_id": "https://hunter2@cloud.lambda.ai"}}}, "prices.lambda.conn_id: must be"),
-        ({"alerts": {"routes": [{"team": "ml", "slack_channel": "https://hooks.slack.com/services/T0/B0/hunter2"}]}},
-         "alerts.routes[0].slack_channel: secrets are not allowed"),
-        ({"prices": {"azure": {"base_url": "https://svc:hunter2@prices.example.com/api"}}},
-         "prices.azure.base_url: secrets are not allowed"),
+        (
+            {"warehouse": {"conn_id": "postgresql://finops:hunter2@db.internal/finops"}},
+            "warehouse.conn_id: must be",
+        ),
+        (
+            {
+                "sources": {
+                    "aws": [{"name": "x", "bucket": "b", "prefix": "p", "conn_id": "aws://AKIAX:hunter2@"}]
+                }
+            },
+            "sources.aws[0].conn_id: must be",
+        ),
+        (
+            {"prices": {"lambda": {"conn_id": "https://hunter2@cloud.lambda.ai"}}},
+            "prices.lambda.conn_id: must be",
+        ),
+        (
+            {
+                "alerts": {
+                    "routes": [
+                        {"team": "ml", "slack_channel": "https://hooks.slack.com/services/T0/B0/hunter2"}
+                    ]
+                }
+            },
+            "alerts.routes[0].slack_channel: secrets are not allowed",
+        ),
+        (
+            {"prices": {"azure": {"base_url": "https://svc:hunter2@prices.example.com/api"}}},
+            "prices.azure.base_url: secrets are not allowed",
+        ),
     ],
 )
 def test_secret_values_under_innocent_keys_are_refused_without_echoing_them(data, fragment):
@@ -70,19 +122,27 @@ def test_secret_values_under_innocent_keys_are_refused_without_echoing_them(data
 
 
 def test_conn_ids_in_airflow_spelling_are_accepted():
-    cfg = parse_config({"warehouse": {"conn_id": "finops_warehouse"},
-                        "sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "conn_id": "aws.prod-payer"}]},
-                        "alerts": {"routes": [{"slack_conn_id": "slack_ml", "slack_channel": "#ml-costs"}]},
-                        "prices": {"azure": {"base_url": "https://prices.azure.com/api/retail/prices"}}})
+    cfg = parse_config(
+        {
+            "warehouse": {"conn_id": "finops_warehouse"},
+            "sources": {"aws": [{"name": "x", "bucket": "b", "prefix": "p", "conn_id": "aws.prod-payer"}]},
+            "alerts": {"routes": [{"slack_conn_id": "slack_ml", "slack_channel": "#ml-costs"}]},
+            "prices": {"azure": {"base_url": "https://prices.azure.com/api/retail/prices"}},
+        }
+    )
     assert cfg.warehouse.conn_id == "finops_warehouse" and cfg.sources.aws[0].conn_id == "aws.prod-payer"
 
 
 def test_duplicate_source_names_rejected():
     with pytest.raises(ConfigError, match="used twice"):
-        parse_config({"sources": {
-            "aws": [{"name": "a", "bucket": "b", "prefix": "p"}],
-            "lambda": [{"name": "a"}],
-        }})
+        parse_config(
+            {
+                "sources": {
+                    "aws": [{"name": "a", "bucket": "b", "prefix": "p"}],
+                    "lambda": [{"name": "a"}],
+                }
+            }
+        )
 
 
 def test_unknown_source_lists_configured(tmp_path):

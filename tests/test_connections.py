@@ -22,9 +22,17 @@ from finops import connections
 
 LAMBDA_HOST = "lambda.finops.test"
 OAUTH_HOST = "oauth.finops.test"
-INSTANCES = {"data": [{"id": "i-1", "name": "train", "status": "active",
-                       "instance_type": {"name": "gpu_1x_h100_pcie", "price_cents_per_hour": 249},
-                       "region": {"name": "us-east-1"}}]}
+INSTANCES = {
+    "data": [
+        {
+            "id": "i-1",
+            "name": "train",
+            "status": "active",
+            "instance_type": {"name": "gpu_1x_h100_pcie", "price_cents_per_hour": 249},
+            "region": {"name": "us-east-1"},
+        }
+    ]
+}
 
 
 @dataclass
@@ -63,8 +71,10 @@ class _Handler(BaseHTTPRequestHandler):
             form = parse_qs(body.decode())
             assert form["grant_type"] == ["urn:ietf:params:oauth:grant-type:jwt-bearer"]
             state.tokens_issued += 1
-            status, reply = 200, {"access_token": f"tok-{state.tokens_issued}", "expires_in": 3600,
-                                  "token_type": "Bearer"}
+            status, reply = (
+                200,
+                {"access_token": f"tok-{state.tokens_issued}", "expires_in": 3600, "token_type": "Bearer"},
+            )
         else:
             status, reply = 502, {"error": {"message": f"proxy: no route to {target.hostname}"}}
         data = json.dumps(reply).encode()
@@ -94,16 +104,26 @@ def _set_conn(monkeypatch: pytest.MonkeyPatch, conn_id: str, conn: dict) -> str:
 
 
 def _lambda_conn(monkeypatch: pytest.MonkeyPatch, extra: dict) -> str:
-    return _set_conn(monkeypatch, "lambda_via_proxy", {
-        "conn_type": "http", "host": LAMBDA_HOST, "schema": "http", "password": "lambda-key", "extra": extra})
+    return _set_conn(
+        monkeypatch,
+        "lambda_via_proxy",
+        {
+            "conn_type": "http",
+            "host": LAMBDA_HOST,
+            "schema": "http",
+            "password": "lambda-key",
+            "extra": extra,
+        },
+    )
 
 
 def test_a_proxy_set_on_a_connection_carries_the_rest_clients_calls(proxy, monkeypatch):
     from finops.gpubench.launchers.lambda_cloud import LambdaLauncher
     from finops.sources.lambda_cloud import LambdaApi
 
-    conn_id = _lambda_conn(monkeypatch, {"proxies": {"http": proxy.url, "https": proxy.url},
-                                         "X-Finops-Tenant": "acme"})
+    conn_id = _lambda_conn(
+        monkeypatch, {"proxies": {"http": proxy.url, "https": proxy.url}, "X-Finops-Tenant": "acme"}
+    )
     assert LambdaApi(conn_id, max_attempts=1).instances() == INSTANCES["data"]
     launcher = LambdaLauncher.from_conn(conn_id, target=None)  # type: ignore[arg-type]
     assert launcher.api.get("/api/v1/instances") == INSTANCES
@@ -137,10 +157,19 @@ def test_policy_inventory_sends_through_the_targets_connection_proxy(proxy, monk
 def test_non_http_connections_lend_only_their_transport_keys(monkeypatch, tmp_path):
     ca = tmp_path / "corp-ca.pem"
     ca.write_text("-----BEGIN CERTIFICATE-----\n")
-    conn_id = _set_conn(monkeypatch, "gcp_transport", {
-        "conn_type": "google_cloud_platform",
-        "extra": {"project": "p", "scope": "https://www.googleapis.com/auth/cloud-platform",
-                  "proxies": {"https": "http://proxy.corp:3128"}, "verify": str(ca)}})
+    conn_id = _set_conn(
+        monkeypatch,
+        "gcp_transport",
+        {
+            "conn_type": "google_cloud_platform",
+            "extra": {
+                "project": "p",
+                "scope": "https://www.googleapis.com/auth/cloud-platform",
+                "proxies": {"https": "http://proxy.corp:3128"},
+                "verify": str(ca),
+            },
+        },
+    )
     s = connections.http_session(conn_id)
     assert s.proxies["https"] == "http://proxy.corp:3128"
     assert s.verify == str(ca)
@@ -150,11 +179,18 @@ def test_non_http_connections_lend_only_their_transport_keys(monkeypatch, tmp_pa
 
 def test_gcp_token_is_refreshed_once_through_the_connection_proxy(proxy, monkeypatch, gcp_service_account):
     key = {**gcp_service_account, "token_uri": f"http://{OAUTH_HOST}/token"}
-    conn_id = _set_conn(monkeypatch, "gcp_sa", {
-        "conn_type": "google_cloud_platform",
-        "extra": {"keyfile_dict": json.dumps(key),
-                  "scope": "https://www.googleapis.com/auth/cloud-platform",
-                  "proxies": {"http": proxy.url, "https": proxy.url}}})
+    conn_id = _set_conn(
+        monkeypatch,
+        "gcp_sa",
+        {
+            "conn_type": "google_cloud_platform",
+            "extra": {
+                "keyfile_dict": json.dumps(key),
+                "scope": "https://www.googleapis.com/auth/cloud-platform",
+                "proxies": {"http": proxy.url, "https": proxy.url},
+            },
+        },
+    )
     creds, project = connections.gcp_credentials(conn_id)
     assert project == "acme-finops"
     token = connections.gcp_token(conn_id)
@@ -167,8 +203,11 @@ def test_gcp_token_is_refreshed_once_through_the_connection_proxy(proxy, monkeyp
 def test_azure_service_principal_through_azure_base_hook(monkeypatch):
     from azure.identity import ClientSecretCredential
 
-    conn_id = _set_conn(monkeypatch, "azure_sp", {
-        "conn_type": "azure", "login": "client-id", "password": "secret", "extra": {"tenantId": "tenant-1"}})
+    conn_id = _set_conn(
+        monkeypatch,
+        "azure_sp",
+        {"conn_type": "azure", "login": "client-id", "password": "secret", "extra": {"tenantId": "tenant-1"}},
+    )
     cred = connections.azure_credential(conn_id)
     # without use_azure_identity_object the provider would return msrest credentials with no get_token
     assert isinstance(cred, ClientSecretCredential)
@@ -178,8 +217,9 @@ def test_azure_service_principal_through_azure_base_hook(monkeypatch):
 def test_azure_managed_identity_when_the_connection_has_no_secret(monkeypatch):
     from azure.identity import DefaultAzureCredential
 
-    conn_id = _set_conn(monkeypatch, "azure_mi", {
-        "conn_type": "azure", "extra": {"managed_identity_client_id": "mi-client"}})
+    conn_id = _set_conn(
+        monkeypatch, "azure_mi", {"conn_type": "azure", "extra": {"managed_identity_client_id": "mi-client"}}
+    )
     cred = connections.azure_credential(conn_id)
     assert isinstance(cred, DefaultAzureCredential)
     assert hasattr(cred, "get_token")

@@ -14,9 +14,14 @@ from finops.paths import REPO_ROOT
 
 
 def _run(**env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(REPO_ROOT / "scripts" / "ensure_services.sh")], cwd=REPO_ROOT,
-                          env={**{k: v for k, v in os.environ.items() if not k.startswith("FINOPS_TEST_")}, **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        ["bash", str(REPO_ROOT / "scripts" / "ensure_services.sh")],
+        cwd=REPO_ROOT,
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("FINOPS_TEST_")}, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_a_server_that_refuses_the_login_fails_the_preflight():

@@ -56,7 +56,9 @@ def test_every_error_class_derives_from_finops_error():
         and f"{c.__module__}.{c.__qualname__}" not in NOT_ERRORS
         and c.__module__ not in skip
     ]
-    assert not outside, "derive these from finops.exceptions (FinopsError or a branch):\n" + "\n".join(outside)
+    assert not outside, "derive these from finops.exceptions (FinopsError or a branch):\n" + "\n".join(
+        outside
+    )
 
 
 def test_config_errors_are_config_errors_and_still_value_errors():

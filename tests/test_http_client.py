@@ -48,7 +48,10 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(reply.body, dict | list):
             data, ctype = json.dumps(reply.body).encode(), "application/json"
         else:
-            data, ctype = (reply.body or "").encode() if isinstance(reply.body, str | None) else reply.body, "text/html"
+            data, ctype = (
+                (reply.body or "").encode() if isinstance(reply.body, str | None) else reply.body,
+                "text/html",
+            )
         try:
             self.send_response(reply.status)
             self.send_header("Content-Type", ctype)
@@ -95,7 +98,9 @@ def api() -> Iterator[_Server]:
 
 
 def _client(server: _Server, sleeps: list[float], **kw: Any) -> HttpClient:
-    settings = RetrySettings(**{"backoff_base_s": 0.5, "backoff_max_s": 8.0, "retry_after_max_s": 120.0, **kw})
+    settings = RetrySettings(
+        **{"backoff_base_s": 0.5, "backoff_max_s": 8.0, "retry_after_max_s": 120.0, **kw}
+    )
     return HttpClient(server.base, settings=settings, sleep=sleeps.append)
 
 
@@ -118,7 +123,10 @@ def test_429_waits_until_an_http_date(api):
 
 def test_retry_after_is_capped(api):
     far = datetime.now(UTC) + timedelta(days=1)
-    api.script = [Reply(429, "", {"Retry-After": "86400"}), Reply(503, "", {"Retry-After": format_datetime(far)})]
+    api.script = [
+        Reply(429, "", {"Retry-After": "86400"}),
+        Reply(503, "", {"Retry-After": format_datetime(far)}),
+    ]
     sleeps: list[float] = []
     _client(api, sleeps, retry_after_max_s=30.0).get("/x")
     assert sleeps == [30.0, 30.0]
@@ -187,7 +195,10 @@ def test_token_is_asked_each_attempt_and_sent_as_bearer(api):
     # a static key works the same; no token, no header
     HttpClient(api.base, token="static-key").get("/x")
     HttpClient(api.base).get("/x")
-    assert api.seen[-2].headers["Authorization"] == "Bearer static-key" and "Authorization" not in api.seen[-1].headers
+    assert (
+        api.seen[-2].headers["Authorization"] == "Bearer static-key"
+        and "Authorization" not in api.seen[-1].headers
+    )
 
 
 def test_query_string_stays_out_of_errors_and_logs(api, caplog):
@@ -281,7 +292,15 @@ def test_caller_error_types_are_kept(api):
 
 def test_parse_retry_after_forms():
     now = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
-    assert parse_retry_after("12") == 12.0 and parse_retry_after(" 1.5 ") == 1.5 and parse_retry_after("-3") == 0.0
+    assert (
+        parse_retry_after("12") == 12.0
+        and parse_retry_after(" 1.5 ") == 1.5
+        and parse_retry_after("-3") == 0.0
+    )
     assert parse_retry_after(format_datetime(now + timedelta(seconds=90), usegmt=True), now) == 90.0
     assert parse_retry_after(format_datetime(now - timedelta(seconds=90), usegmt=True), now) == 0.0
-    assert parse_retry_after("soon") is None and parse_retry_after(None) is None and parse_retry_after("nan") is None
+    assert (
+        parse_retry_after("soon") is None
+        and parse_retry_after(None) is None
+        and parse_retry_after("nan") is None
+    )

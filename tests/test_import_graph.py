@@ -26,8 +26,14 @@ ALLOWED_CYCLES: list[tuple[str, ...]] = [
     # config validates the commitments section; commitments.settings reads get_config() lazily.
     ("finops.config", "finops.commitments.settings"),
     # executor picks a provider (local, aws, ...) lazily; the providers raise executor's errors.
-    ("finops.jobs.executor", "finops.jobs.local", "finops.jobs.aws", "finops.jobs.gcp", "finops.jobs.azure",
-     "finops.jobs.lambda_cloud"),
+    (
+        "finops.jobs.executor",
+        "finops.jobs.local",
+        "finops.jobs.aws",
+        "finops.jobs.gcp",
+        "finops.jobs.azure",
+        "finops.jobs.lambda_cloud",
+    ),
     # the demo prints the UI login (demo.ui constants); demo.ui reuses run.prepare_airflow_env.
     ("finops.demo.run", "finops.demo.ui"),
 ]
@@ -254,6 +260,7 @@ def test_pure_layers_import_no_airflow_or_cloud_sdk() -> None:
         for module, _, line in _imports(mods[m], m)
         if module.split(".")[0] in EDGE_LIBRARIES
     ]
+
     # what `import <pure module>` loads: the finops modules reached through module-level imports,
     # with the packages above each (their __init__ runs first)
     def loaded_by(m: str, p: Path) -> set[str]:

@@ -34,7 +34,8 @@ def _month(tmp_path: Path, period: str, rows: int, seed: int) -> tuple[RawBatch,
 def _rows(wh, period: str) -> pa.Table:
     cols = ", ".join(c.snake for c in COLUMNS if c.snake != "tags")
     t = wh.query_arrow(
-        f"SELECT {cols}, CAST(tags AS VARCHAR) AS tags FROM focus_costs WHERE x_billing_period = ? ORDER BY ALL", [period]
+        f"SELECT {cols}, CAST(tags AS VARCHAR) AS tags FROM focus_costs WHERE x_billing_period = ? ORDER BY ALL",
+        [period],
     )
     return t
 
@@ -59,30 +60,48 @@ def test_direct_and_staging_paths_load_identical_rows(duckdb_wh, tmp_path):
         staged = load_batch(other, batch, CUR2, direct=False)
         assert staged.status == "loaded", staged.message
         assert {"convert_s", "validate_s", "load_s"} <= set(staged.timings)
-        for field in ("row_count", "raw_billed_total", "focus_billed_total", "focus_effective_total", "currency"):
+        for field in (
+            "row_count",
+            "raw_billed_total",
+            "focus_billed_total",
+            "focus_effective_total",
+            "currency",
+        ):
             assert getattr(direct, field) == getattr(staged, field), field
         assert _rows(duckdb_wh, "2025-02").equals(_rows(other, "2025-02"))
     finally:
         other.close()
     assert direct.row_count == d.totals.focus_rows and direct.focus_billed_total == d.totals.billed_total
-    logged = duckdb_wh.query("SELECT status, row_count, focus_billed_total FROM load_log WHERE load_id = ?", [direct.load_id])
+    logged = duckdb_wh.query(
+        "SELECT status, row_count, focus_billed_total FROM load_log WHERE load_id = ?", [direct.load_id]
+    )
     assert logged == [("loaded", d.totals.focus_rows, d.totals.billed_total)]
 
 
 def test_failed_validation_rolls_back_and_keeps_the_loaded_month(duckdb_wh, tmp_path, finops_home):
-    good = write_cur(tmp_path / "good.parquet", [cur_row(line_item_unblended_cost=2.0), cur_row(line_item_unblended_cost=3.0)])
+    good = write_cur(
+        tmp_path / "good.parquet",
+        [cur_row(line_item_unblended_cost=2.0), cur_row(line_item_unblended_cost=3.0)],
+    )
     assert load_batch(duckdb_wh, RawBatch("local", "aws", "2025-03", [good], "good"), CUR2).status == "loaded"
     before = _partition(duckdb_wh, "2025-03")
     late = write_cur(
         tmp_path / "late.parquet",
-        [cur_row(line_item_unblended_cost=7.0),
-         cur_row(line_item_unblended_cost=1.0, line_item_usage_start_date=datetime(2025, 5, 2),
-                 line_item_usage_end_date=datetime(2025, 5, 3))],
+        [
+            cur_row(line_item_unblended_cost=7.0),
+            cur_row(
+                line_item_unblended_cost=1.0,
+                line_item_usage_start_date=datetime(2025, 5, 2),
+                line_item_usage_end_date=datetime(2025, 5, 3),
+            ),
+        ],
     )
     entry = load_batch(duckdb_wh, RawBatch("local", "aws", "2025-03", [late], "late"), CUR2)
     assert entry.status == "quarantined"
-    assert ("charge_period_end: charge period ends after its billing period: "
-            "[('2025-04-01T00:00:00', '2025-05-03T00:00:00')] (1 row)") in (entry.message or "")
+    assert (
+        "charge_period_end: charge period ends after its billing period: "
+        "[('2025-04-01T00:00:00', '2025-05-03T00:00:00')] (1 row)"
+    ) in (entry.message or "")
     assert _partition(duckdb_wh, "2025-03") == before == (2, D("5"))  # the DELETE was rolled back
     report = json.loads((Path(entry.quarantine_path or "") / "report.json").read_text())
     assert report["validation"]["success"] is False and report["validation"]["stats"]["row_count"] == 2
@@ -97,7 +116,10 @@ def test_refused_insert_falls_back_to_staging_for_the_full_report(duckdb_wh, tmp
     # the staging path then names the column, the rule and the row count
     bad = write_cur(
         tmp_path / "nopayer.parquet",
-        [cur_row(line_item_unblended_cost=1.0), cur_row(line_item_unblended_cost=2.0, bill_payer_account_id=None)],
+        [
+            cur_row(line_item_unblended_cost=1.0),
+            cur_row(line_item_unblended_cost=2.0, bill_payer_account_id=None),
+        ],
     )
     with caplog.at_level(logging.WARNING, logger="finops.ingest"):
         entry = load_batch(duckdb_wh, RawBatch("local", "aws", "2025-03", [bad], "nopayer"), CUR2)
@@ -160,19 +182,26 @@ def test_a_mixed_currency_delivery_reconciles_and_logs_each_currency(duckdb_wh, 
 
     rows = [
         cur_row(line_item_unblended_cost=10.25, line_item_currency_code="USD"),
-        cur_row(line_item_unblended_cost=7.5, line_item_currency_code="eur ", pricing_currency="EUR",
-                line_item_resource_id="i-0eur"),
+        cur_row(
+            line_item_unblended_cost=7.5,
+            line_item_currency_code="eur ",
+            pricing_currency="EUR",
+            line_item_resource_id="i-0eur",
+        ),
         cur_row(line_item_unblended_cost=0.1, line_item_currency_code="USD", line_item_line_item_type="Tax"),
     ]
     path = write_cur(tmp_path / "mixed.parquet", rows)
     batch = RawBatch("local", "aws", "2025-03", [path], "fp-mixed")
-    want = {"EUR": {"billed": "7.5000000000", "raw": "7.5000000000"},
-            "USD": {"billed": "10.3500000000", "raw": "10.3500000000"}}
+    want = {
+        "EUR": {"billed": "7.5000000000", "raw": "7.5000000000"},
+        "USD": {"billed": "10.3500000000", "raw": "10.3500000000"},
+    }
     for wh, direct in ((duckdb_wh, True), (DuckDBWarehouse(tmp_path / "staging.duckdb"), False)):
         wh.migrate()
         entry = load_batch(wh, batch, CUR2, direct=direct)
         assert entry.status == "loaded", entry.message
         assert entry.billed_by_currency == want and entry.currency == "EUR,USD"
-        (logged,) = wh.query("SELECT billed_by_currency FROM load_log WHERE load_id = ? AND status = 'loaded'",
-                             [entry.load_id])[0]
+        (logged,) = wh.query(
+            "SELECT billed_by_currency FROM load_log WHERE load_id = ? AND status = 'loaded'", [entry.load_id]
+        )[0]
         assert json.loads(logged) == want

@@ -20,8 +20,11 @@ PERIOD = "2025-03"
 
 
 def _month(wh) -> tuple[int, D | None]:
-    n, billed = wh.query("SELECT count(*), sum(billed_cost) FROM focus_costs WHERE x_source = 'local' "
-                         "AND x_billing_period = ?", [PERIOD])[0]
+    n, billed = wh.query(
+        "SELECT count(*), sum(billed_cost) FROM focus_costs WHERE x_source = 'local' "
+        "AND x_billing_period = ?",
+        [PERIOD],
+    )[0]
     return int(n), billed
 
 
@@ -29,7 +32,10 @@ def _month(wh) -> tuple[int, D | None]:
 @pytest.mark.parametrize("direct", [None, False], ids=["default", "staging"])
 def test_an_empty_delivery_never_replaces_a_loaded_month(any_wh, tmp_path, finops_home, alerts, direct):
     good = write_cur(tmp_path / "good.parquet", [cur_row(line_item_unblended_cost=2.5)] * 3)
-    assert load_batch(any_wh, RawBatch("local", "aws", PERIOD, [good], "fp-good"), CUR2, direct=direct).status == "loaded"
+    assert (
+        load_batch(any_wh, RawBatch("local", "aws", PERIOD, [good], "fp-good"), CUR2, direct=direct).status
+        == "loaded"
+    )
 
     empty = write_cur(tmp_path / "empty.parquet", [])
     entry = load_batch(any_wh, RawBatch("local", "aws", PERIOD, [empty], "fp-empty"), CUR2, direct=direct)

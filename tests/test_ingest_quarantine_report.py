@@ -177,7 +177,10 @@ class BrokenRawTotal(Cur2Converter):
 @pytest.mark.parametrize("direct", [None, False], ids=["default", "staging"])
 def test_validator_that_cannot_run_loads_nothing(duckdb_wh, tmp_path, finops_home, alerts, direct):
     good = cur2_parquet(tmp_path / "good.parquet", [{}])
-    assert load_batch(duckdb_wh, RawBatch("vx", "aws", "2025-03", [good], "fp-1"), Cur2Converter()).status == "loaded"
+    assert (
+        load_batch(duckdb_wh, RawBatch("vx", "aws", "2025-03", [good], "fp-1"), Cur2Converter()).status
+        == "loaded"
+    )
     before = duckdb_wh.query("SELECT count(*), sum(billed_cost) FROM focus_costs")
 
     raw = cur2_parquet(tmp_path / "cur.parquet", [{}, {}])
@@ -201,7 +204,10 @@ def test_value_the_warehouse_refuses(pg_wh, tmp_path, finops_home, alerts):
     """PostgreSQL cannot store U+0000 in text: the load is rolled back and quarantined (never
     retried, as the same delivery fails the same way), and the month keeps its last good load."""
     good = cur2_parquet(tmp_path / "good.parquet", [{}])
-    assert load_batch(pg_wh, RawBatch("nul", "aws", "2025-03", [good], "fp-1"), Cur2Converter()).status == "loaded"
+    assert (
+        load_batch(pg_wh, RawBatch("nul", "aws", "2025-03", [good], "fp-1"), Cur2Converter()).status
+        == "loaded"
+    )
     before = pg_wh.query("SELECT count(*), sum(billed_cost) FROM focus_costs")
 
     raw = cur2_parquet(tmp_path / "cur.parquet", [{}, {"line_item_line_item_description": "GPU\x00hours"}])

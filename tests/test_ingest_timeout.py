@@ -43,11 +43,16 @@ def test_a_timed_out_load_fails_without_quarantine(duckdb_wh, tmp_path, finops_h
     with pytest.raises((LoadInterrupted, AirflowTaskTimeout)), timeout(1):
         load_batch(duckdb_wh, RawBatch("local", "aws", PERIOD, [big_cur], "fp-big"), CUR2, direct=direct)
 
-    statuses = [r[0] for r in duckdb_wh.query(
-        "SELECT status FROM load_log WHERE billing_period = ? ORDER BY finished_at", [PERIOD])]
+    statuses = [
+        r[0]
+        for r in duckdb_wh.query(
+            "SELECT status FROM load_log WHERE billing_period = ? ORDER BY finished_at", [PERIOD]
+        )
+    ]
     assert "quarantined" not in statuses, statuses
     assert alerts == []
     assert not (finops_home / "quarantine").exists() or not any((finops_home / "quarantine").rglob("*"))
     assert duckdb_wh.query(
         "SELECT count(*), sum(billed_cost) FROM focus_costs WHERE x_source = 'local' AND x_billing_period = ?",
-        [PERIOD]) == [(1, D("2.5"))]
+        [PERIOD],
+    ) == [(1, D("2.5"))]

@@ -33,14 +33,16 @@ def test_installed_package_resolves_include_under_airflow_home(tmp_path):
     (.../lib/python3.11): finops_policy_* failed on a missing policies folder and showback
     silently ran with no allocation rules."""
     site = tmp_path / "site-packages"
-    shutil.copytree(REPO_ROOT / "plugins" / "finops", site / "finops",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        REPO_ROOT / "plugins" / "finops", site / "finops", ignore=shutil.ignore_patterns("__pycache__")
+    )
     home = tmp_path / "airflow"
     shutil.copytree(REPO_ROOT / "include", home / "include")
     env = {k: v for k, v in os.environ.items() if k not in ("FINOPS_CONFIG", "PYTHONPATH")}
     env.update(PYTHONPATH=str(site), AIRFLOW_HOME=str(home), FINOPS_HOME=str(tmp_path / "finops_home"))
-    out = subprocess.run([sys.executable, "-c", _PROBE], env=env, cwd=tmp_path, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", _PROBE], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["file"] == str(site / "finops" / "paths.py")  # the copy, not the checkout

@@ -28,8 +28,9 @@ def test_shift_and_bounds_cross_year():
     assert period_bounds("2026-12") == (datetime(2026, 12, 1), datetime(2027, 1, 1))
 
 
-@pytest.mark.parametrize("bad", ["2026-13", "2026-1", "26-01", "2026-00", "'; drop table x;--", "", "0000-01",
-                                 "9999-12"])
+@pytest.mark.parametrize(
+    "bad", ["2026-13", "2026-1", "26-01", "2026-00", "'; drop table x;--", "", "0000-01", "9999-12"]
+)
 def test_bad_period_is_a_clear_error(bad):
     with pytest.raises(PeriodError, match="YYYY-MM"):
         parse_period(bad)

@@ -33,8 +33,10 @@ def test_logs_at_most_once_per_interval_with_percent_rate_and_time_left(caplog):
         p.add(50_000)  # 11 s: too soon again
     assert p.lines == 1
     (line,) = [r.getMessage() for r in caplog.records]
-    assert line == ("aws-main 2025-01: COPY into finops.focus_costs: 250,000 of 1,000,000 rows (25%), "
-                    "25,000 rows/s, ~30 s left, 10 s so far")
+    assert line == (
+        "aws-main 2025-01: COPY into finops.focus_costs: 250,000 of 1,000,000 rows (25%), "
+        "25,000 rows/s, ~30 s left, 10 s so far"
+    )
 
 
 def test_bytes_unknown_total_and_overshoot():
@@ -60,7 +62,9 @@ def test_counts_from_many_threads():
     assert p.done == 80_000
 
 
-@pytest.mark.parametrize(("secs", "text"), [(0.4, "0 s"), (59, "59 s"), (61, "1 min 01 s"), (3725, "1 h 02 min")])
+@pytest.mark.parametrize(
+    ("secs", "text"), [(0.4, "0 s"), (59, "59 s"), (61, "1 min 01 s"), (3725, "1 h 02 min")]
+)
 def test_duration(secs, text):
     assert duration(secs) == text
 

@@ -149,7 +149,9 @@ def azure_credential(conn_id: str) -> TokenCredential:
         conn = _with_extra(conn, {**extra, "use_azure_identity_object": True})
     cred = AzureBaseHook(conn_id=conn_id).get_credential(conn=conn)
     if not hasattr(cred, "get_token"):  # pragma: no cover - the flag above rules it out
-        raise ValueError(f"Azure connection {conn_id!r} gave a {type(cred).__name__}, which cannot issue tokens")
+        raise ValueError(
+            f"Azure connection {conn_id!r} gave a {type(cred).__name__}, which cannot issue tokens"
+        )
     return cred
 
 
@@ -161,8 +163,16 @@ def _with_extra(conn: Any, extra: dict[str, Any]) -> Any:
         return attrs.evolve(conn, extra=json.dumps(extra))
     from airflow.sdk import Connection
 
-    return Connection(conn_id=conn.conn_id, conn_type=conn.conn_type, host=conn.host, login=conn.login,
-                      password=conn.password, schema=conn.schema, port=conn.port, extra=json.dumps(extra))
+    return Connection(
+        conn_id=conn.conn_id,
+        conn_type=conn.conn_type,
+        host=conn.host,
+        login=conn.login,
+        password=conn.password,
+        schema=conn.schema,
+        port=conn.port,
+        extra=json.dumps(extra),
+    )
 
 
 def azure_token(conn_id: str, scope: str = ARM_SCOPE) -> TokenProvider:

@@ -29,20 +29,38 @@ class ValidatorResult:
         return self.failed == 0 and self.passed > 0
 
 
-def run_focus_validator(data_file: str | Path, version: str = "1.2", venv: Path = DEFAULT_VENV,
-                        timeout_s: int = 600) -> ValidatorResult:
+def run_focus_validator(
+    data_file: str | Path, version: str = "1.2", venv: Path = DEFAULT_VENV, timeout_s: int = 600
+) -> ValidatorResult:
     py = venv / "bin" / "python"
     if not py.exists():
         raise FileNotFoundError(f"{py} missing: run `make focus-validator` first")
     site = subprocess.run(
-        [str(py), "-c", "import focus_validator, os; print(os.path.dirname(os.path.dirname(focus_validator.__file__)))"],
-        capture_output=True, text=True, check=True,
+        [
+            str(py),
+            "-c",
+            "import focus_validator, os; print(os.path.dirname(os.path.dirname(focus_validator.__file__)))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     data_file = Path(data_file).resolve()
     proc = subprocess.run(
-        [str(venv / "bin" / "focus-validator"), "--data-file", str(data_file), "--validate-version", version,
-         "--block-download", "--output-type", "console"],
-        cwd=site, capture_output=True, text=True, timeout=timeout_s,
+        [
+            str(venv / "bin" / "focus-validator"),
+            "--data-file",
+            str(data_file),
+            "--validate-version",
+            version,
+            "--block-download",
+            "--output-type",
+            "console",
+        ],
+        cwd=site,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
     )
     out = proc.stdout + proc.stderr
 
@@ -52,5 +70,7 @@ def run_focus_validator(data_file: str | Path, version: str = "1.2", venv: Path 
 
     passed, failed, skipped = count("Pass"), count("Fail"), count("Skipped")
     if failed < 0 or passed < 0:
-        raise RuntimeError(f"could not read focus-validator's result (exit {proc.returncode}):\n{out[-3000:]}")
+        raise RuntimeError(
+            f"could not read focus-validator's result (exit {proc.returncode}):\n{out[-3000:]}"
+        )
     return ValidatorResult(passed, failed, skipped, out)

@@ -142,8 +142,12 @@ def _detail(resp: requests.Response) -> str:
 
 # No (complete) answer: the connection failed, timed out, or the body was cut off mid-way
 # (requests reads it inside session.request). Status 0: retried when idempotent only.
-_NO_RESPONSE = (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
-                requests.exceptions.ContentDecodingError)
+_NO_RESPONSE = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    requests.exceptions.ContentDecodingError,
+)
 
 
 def _retryable(status: int) -> bool:
@@ -192,8 +196,10 @@ class HttpClient:
     def url(self, path: str) -> str:
         if urlsplit(path).scheme in ("http", "https"):
             if self.base_url and not same_origin(path, self.base_url):
-                raise self.error(f"refusing {safe_url(path)}: off the API host {safe_url(self.base_url)}",
-                                 url=safe_url(path))
+                raise self.error(
+                    f"refusing {safe_url(path)}: off the API host {safe_url(self.base_url)}",
+                    url=safe_url(path),
+                )
             return path
         return f"{self.base_url}/{path.lstrip('/')}"
 
@@ -235,18 +241,31 @@ class HttpClient:
         tok = self._token() if callable(self._token) else self._token
         return {"Authorization": f"Bearer {tok}"} if tok else {}
 
-    def _once(self, method: str, url: str, params: Mapping[str, Any] | None, json: Any,
-              headers: Mapping[str, str] | None, attempt: int) -> Any:
+    def _once(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        headers: Mapping[str, str] | None,
+        attempt: int,
+    ) -> Any:
         self.requests_made += 1
         try:
-            resp = self.session.request(method, url, params=params, json=json,
-                                        headers={**(headers or {}), **self._auth()},
-                                        timeout=self.settings.timeout_s)
+            resp = self.session.request(
+                method,
+                url,
+                params=params,
+                json=json,
+                headers={**(headers or {}), **self._auth()},
+                timeout=self.settings.timeout_s,
+            )
         except _NO_RESPONSE as e:
             raise self._fail(method, url, 0, attempt, f"{type(e).__name__}: {_scrub(str(e))}") from None
         except requests.RequestException as e:  # invalid URL, redirect loop: a retry cannot help
-            raise self.error(f"{method} {safe_url(url)}: {type(e).__name__}: {_scrub(str(e))}",
-                             url=safe_url(url)) from None
+            raise self.error(
+                f"{method} {safe_url(url)}: {type(e).__name__}: {_scrub(str(e))}", url=safe_url(url)
+            ) from None
         status = resp.status_code
         if status >= 400:
             ra = parse_retry_after(resp.headers.get("Retry-After")) if _retryable(status) else None
@@ -256,11 +275,15 @@ class HttpClient:
         try:
             return resp.json()
         except ValueError as e:
-            raise self.error(f"{method} {safe_url(url)} did not return JSON: {resp.text[:200]!r}",
-                             status=status, url=safe_url(url)) from e
+            raise self.error(
+                f"{method} {safe_url(url)} did not return JSON: {resp.text[:200]!r}",
+                status=status,
+                url=safe_url(url),
+            ) from e
 
-    def _fail(self, method: str, url: str, status: int, attempts: int, detail: str,
-              retry_after: float | None = None) -> HttpError:
+    def _fail(
+        self, method: str, url: str, status: int, attempts: int, detail: str, retry_after: float | None = None
+    ) -> HttpError:
         retryable = _retryable(status)
         what = f"HTTP {status}" if status else "no response"
         msg = f"{method} {safe_url(url)}: {what} after {attempts} attempt(s): {detail}"
@@ -276,9 +299,13 @@ class HttpClient:
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, HttpError) and exc.retry_after is not None:
             return min(exc.retry_after, self.settings.retry_after_max_s)
-        return wait_exponential(multiplier=self.settings.backoff_base_s, max=self.settings.backoff_max_s)(state)
+        return wait_exponential(multiplier=self.settings.backoff_base_s, max=self.settings.backoff_max_s)(
+            state
+        )
 
     def _before_sleep(self, state: RetryCallState) -> None:
         exc = state.outcome.exception() if state.outcome else None
         wait = state.next_action.sleep if state.next_action else 0.0
-        log.warning("%s; retry %d/%d in %.1fs", exc, state.attempt_number, self.settings.max_attempts - 1, wait)
+        log.warning(
+            "%s; retry %d/%d in %.1fs", exc, state.attempt_number, self.settings.max_attempts - 1, wait
+        )

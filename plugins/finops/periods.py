@@ -22,7 +22,9 @@ def parse_period(text: str) -> tuple[int, int]:
         raise PeriodError(f"billing_period must look like YYYY-MM (e.g. 2026-10), got {text!r}")
     year = int(m.group(1))
     if not 1970 <= year <= 9998:  # 0000-01 shifted to '-001-12'; 9999-12 has no end (datetime stops at 9999)
-        raise PeriodError(f"billing_period must look like YYYY-MM with a year from 1970 to 9998, got {text!r}")
+        raise PeriodError(
+            f"billing_period must look like YYYY-MM with a year from 1970 to 9998, got {text!r}"
+        )
     return year, int(m.group(2))
 
 

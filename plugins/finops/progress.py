@@ -96,8 +96,10 @@ class Progress:
         rate_txt = f"{rate / 2**20:,.1f} MiB/s" if self.unit == "bytes" else f"{rate:,.0f} {self.unit}/s"
         if self.total:
             share = min(self.done / self.total, 1.0)
-            parts = [f"{self.what}: {_amount(self.done, self.unit, with_unit=False)} of "
-                     f"{_amount(self.total, self.unit)} ({share:.0%})"]
+            parts = [
+                f"{self.what}: {_amount(self.done, self.unit, with_unit=False)} of "
+                f"{_amount(self.total, self.unit)} ({share:.0%})"
+            ]
         else:
             parts = [f"{self.what}: {_amount(self.done, self.unit)}"]
         parts.append(rate_txt)

@@ -15,8 +15,8 @@ def test_formula_cells_are_neutralised_numbers_are_not():
 
 
 def test_csv_round_trip_keeps_text_and_escapes_formulas():
-    text = to_csv(["team", "cost"], [["=HYPERLINK(\"http://x\")", D("1.5")], ["a,\"b\"\nc", D("-2")]])
+    text = to_csv(["team", "cost"], [['=HYPERLINK("http://x")', D("1.5")], ['a,"b"\nc', D("-2")]])
     rows = list(csv.reader(io.StringIO(text)))
-    assert rows[1] == ["'=HYPERLINK(\"http://x\")", "1.5"]
-    assert rows[2] == ["a,\"b\"\nc", "-2"]
+    assert rows[1] == ['\'=HYPERLINK("http://x")', "1.5"]
+    assert rows[2] == ['a,"b"\nc', "-2"]
     assert not any(cell.startswith(("=", "+", "@")) for row in rows for cell in row)

@@ -17,26 +17,32 @@ from finops.exceptions import ConfigError
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize(("spec", "schedule", "want"), [
-    ("10:00", "15 6 * * *", timedelta(hours=3, minutes=45)),
-    ("06:15", "15 6 * * *", timedelta(days=1)),  # the same time: the next day's
-    ("05:00", "15 6 * * *", timedelta(hours=22, minutes=45)),  # earlier than the run: the next morning
-    ("45m", "5 * * * *", timedelta(minutes=45)),
-    ("1h30m", "15 6 * * *", timedelta(hours=1, minutes=30)),
-    ("48h", None, timedelta(days=2)),
-])
+@pytest.mark.parametrize(
+    ("spec", "schedule", "want"),
+    [
+        ("10:00", "15 6 * * *", timedelta(hours=3, minutes=45)),
+        ("06:15", "15 6 * * *", timedelta(days=1)),  # the same time: the next day's
+        ("05:00", "15 6 * * *", timedelta(hours=22, minutes=45)),  # earlier than the run: the next morning
+        ("45m", "5 * * * *", timedelta(minutes=45)),
+        ("1h30m", "15 6 * * *", timedelta(hours=1, minutes=30)),
+        ("48h", None, timedelta(days=2)),
+    ],
+)
 def test_deadline_interval(spec, schedule, want):
     assert deadline_interval(spec, schedule) == want
 
 
-@pytest.mark.parametrize(("spec", "schedule", "says"), [
-    ("10:00", "5 * * * *", "needs a daily schedule"),
-    ("10:00", "@daily", "needs a daily schedule"),
-    ("25:00", "15 6 * * *", "neither a UTC time"),
-    ("soon", "15 6 * * *", "neither a UTC time"),
-    ("0m", "15 6 * * *", "more than 0"),
-    ("49h", "15 6 * * *", "at most"),
-])
+@pytest.mark.parametrize(
+    ("spec", "schedule", "says"),
+    [
+        ("10:00", "5 * * * *", "needs a daily schedule"),
+        ("10:00", "@daily", "needs a daily schedule"),
+        ("25:00", "15 6 * * *", "neither a UTC time"),
+        ("soon", "15 6 * * *", "neither a UTC time"),
+        ("0m", "15 6 * * *", "more than 0"),
+        ("49h", "15 6 * * *", "at most"),
+    ],
+)
 def test_bad_deadlines_name_the_key(spec, schedule, says):
     with pytest.raises(ConfigError, match=says) as e:
         deadline_interval(spec, schedule, "alerts.billing_deadlines.aws")
@@ -85,21 +91,31 @@ def test_a_time_of_day_on_the_hourly_dag_is_an_import_error_naming_the_key(tmp_p
     assert "alerts.billing_deadlines.lambda" in err and "daily schedule" in err
 
 
-def test_missed_deadline_reaches_the_routes_through_airflows_callback_trigger(tmp_path, monkeypatch, alert_smtp):
+def test_missed_deadline_reaches_the_routes_through_airflows_callback_trigger(
+    tmp_path, monkeypatch, alert_smtp
+):
     from airflow.triggers.callback import CallbackTrigger
 
-    _config(tmp_path, monkeypatch, {
-        "default_route": {"email_conn_id": alert_smtp.conn_id, "email_to": ["finops@example.com"]},
-        "billing_deadlines": {"aws": "10:00"},
-    })
+    _config(
+        tmp_path,
+        monkeypatch,
+        {
+            "default_route": {"email_conn_id": alert_smtp.conn_id, "email_to": ["finops@example.com"]},
+            "billing_deadlines": {"aws": "10:00"},
+        },
+    )
     from finops.alerts.deadline import billing_deadline
 
     alert = billing_deadline("aws", "15 6 * * *")
     assert alert is not None
     # the context Airflow's Deadline.handle_miss puts into the callback's kwargs
     context = {
-        "dag_run": {"dag_id": "finops_billing_aws", "run_id": "scheduled__2026-11-25T06:15:00+00:00",
-                    "logical_date": "2026-11-25T06:15:00Z", "state": "running"},
+        "dag_run": {
+            "dag_id": "finops_billing_aws",
+            "run_id": "scheduled__2026-11-25T06:15:00+00:00",
+            "logical_date": "2026-11-25T06:15:00Z",
+            "state": "running",
+        },
         "deadline": {"id": "d-1", "deadline_time": "2026-11-25T10:00:00Z"},
     }
     trigger = CallbackTrigger(alert.callback.path, {**alert.callback.kwargs, "context": context})

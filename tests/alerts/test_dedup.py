@@ -14,7 +14,9 @@ from finops.alerts.events import AlertEvent
 from finops.alerts.routing import make_sink
 from finops.config import AlertRoute, AlertsConfig
 
-EVENT = AlertEvent(kind="validation_failed", title="main-payer 2026-10 quarantined", dedup_key="ingest:main-payer:2026-10")
+EVENT = AlertEvent(
+    kind="validation_failed", title="main-payer 2026-10 quarantined", dedup_key="ingest:main-payer:2026-10"
+)
 
 
 @pytest.fixture
@@ -84,8 +86,9 @@ def test_a_failed_delivery_releases_its_claim(any_wh, alert_slack):
     srv = alert_slack.server
     srv.expect_ordered_request(alert_slack.path, method="POST").respond_with_data("invalid_token", status=403)
     srv.expect_ordered_request(alert_slack.path, method="POST").respond_with_data("ok")
-    sink = make_sink(AlertsConfig(routes=[AlertRoute(team="*", slack_conn_id=alert_slack.conn_id)]),
-                     AlertLedger(any_wh))
+    sink = make_sink(
+        AlertsConfig(routes=[AlertRoute(team="*", slack_conn_id=alert_slack.conn_id)]), AlertLedger(any_wh)
+    )
     with pytest.raises(RuntimeError, match="invalid_token"):
         sink(EVENT)
     assert any_wh.query("SELECT status, send_count FROM alert_state") == [("failed", 0)]
@@ -123,8 +126,12 @@ def test_a_sender_that_died_mid_send_is_taken_over_after_the_lease(any_wh, reque
         any_wh.close()  # one process at a time on the DuckDB file
     else:
         target, schema = request.getfixturevalue("pg_dsn"), any_wh.schema
-    proc = subprocess.run([sys.executable, "-c", _DIE_WHILE_SENDING, any_wh.dialect, target, schema],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", _DIE_WHILE_SENDING, any_wh.dialect, target, schema],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 9, proc.stderr
     if any_wh.dialect == "duckdb":
         from finops.warehouse.duckdb_wh import DuckDBWarehouse
@@ -134,8 +141,12 @@ def test_a_sender_that_died_mid_send_is_taken_over_after_the_lease(any_wh, reque
         sends: list[int] = []
         with pytest.raises(AlertInFlight):
             AlertLedger(any_wh, wait_s=0.3).deliver_once("k", "slack:x", lambda: sends.append(1))
-        assert AlertLedger(any_wh, lease=timedelta(seconds=1), wait_s=10).deliver_once(
-            "k", "slack:x", lambda: sends.append(1)) is True
+        assert (
+            AlertLedger(any_wh, lease=timedelta(seconds=1), wait_s=10).deliver_once(
+                "k", "slack:x", lambda: sends.append(1)
+            )
+            is True
+        )
         assert sends == [1]
         assert any_wh.query("SELECT status, send_count FROM alert_state") == [("sent", 1)]
     finally:

@@ -36,16 +36,26 @@ def test_clean_header_and_address_validation():
 
 
 def test_report_mail_with_inline_chart_and_csv_reaches_smtp(alert_smtp):
-    png = daily_chart_png({"gpu": [(date(2026, 10, 1), 10.0), (date(2026, 10, 2), 12.5)],
-                           "storage": [(date(2026, 10, 1), 1.0)]}, "ml-research 2026-10")
+    png = daily_chart_png(
+        {
+            "gpu": [(date(2026, 10, 1), 10.0), (date(2026, 10, 2), 12.5)],
+            "storage": [(date(2026, 10, 1), 1.0)],
+        },
+        "ml-research 2026-10",
+    )
     assert png.startswith(PNG_MAGIC)
     hostile_subject = "Showback ml\r\nBcc: x@evil.example 🚀 " + "A" * 10_000
     msg = build_message(
-        sender="finops@example.com", to=["ml@example.com"], subject=hostile_subject,
-        html=f'<html><body><h1>Report</h1><img src="{chart_ref("chart")}"></body></html>', chart_png=png,
+        sender="finops@example.com",
+        to=["ml@example.com"],
+        subject=hostile_subject,
+        html=f'<html><body><h1>Report</h1><img src="{chart_ref("chart")}"></body></html>',
+        chart_png=png,
         chart_cid="chart",
-        attachments=[Attachment("../../etc/ml research.csv", b"team,cost\r\nml,1.00\r\n"),
-                     Attachment("chart.png", b"not the chart", "image/png")],
+        attachments=[
+            Attachment("../../etc/ml research.csv", b"team,cost\r\nml,1.00\r\n"),
+            Attachment("chart.png", b"not the chart", "image/png"),
+        ],
     )
     send_message(alert_smtp.conn_id, msg)  # SmtpHook.send_email_smtp, the provider's public API
     (got,) = alert_smtp.messages
@@ -72,13 +82,27 @@ def test_report_mail_with_inline_chart_and_csv_reaches_smtp(alert_smtp):
 
 @pytest.mark.parametrize("hostile", HOSTILE)
 def test_alert_email_with_hostile_strings(alert_smtp, hostile):
-    ev = AlertEvent(kind="anomaly", title=f"anomaly {hostile}", team="ml", summary=hostile,
-                    facts={"Tag": hostile, "Cost": "12.00 USD"}, links={"x": "javascript:alert(1)"})
+    ev = AlertEvent(
+        kind="anomaly",
+        title=f"anomaly {hostile}",
+        team="ml",
+        summary=hostile,
+        facts={"Tag": hostile, "Cost": "12.00 USD"},
+        links={"x": "javascript:alert(1)"},
+    )
     send_alert_email(ev, alert_smtp.conn_id, ["ml@example.com"])
     (got,) = alert_smtp.messages
     assert alert_smtp.envelopes[0][1] == ["ml@example.com"]
-    assert set(k.lower() for k in got.keys()) <= {"from", "to", "subject", "date", "message-id", "mime-version",
-                                                   "content-type", "content-transfer-encoding"}
+    assert set(k.lower() for k in got.keys()) <= {
+        "from",
+        "to",
+        "subject",
+        "date",
+        "message-id",
+        "mime-version",
+        "content-type",
+        "content-transfer-encoding",
+    }
     html = got.get_body(("html",)).get_content()
     assert "<!channel>" not in html and "<b>bold</b>" not in html and "javascript:" not in html
     (att,) = list(got.iter_attachments())
@@ -89,6 +113,10 @@ def test_alert_email_with_hostile_strings(alert_smtp, hostile):
 
 def test_invalid_recipient_is_refused_before_sending(alert_smtp):
     with pytest.raises(EmailAddressError):
-        build_message(sender="finops@example.com", to=["a@example.com\r\nBcc: b@evil.example"], subject="s",
-                      html="<p>x</p>")
+        build_message(
+            sender="finops@example.com",
+            to=["a@example.com\r\nBcc: b@evil.example"],
+            subject="s",
+            html="<p>x</p>",
+        )
     assert alert_smtp.messages == []

@@ -13,9 +13,15 @@ from tests.fixtures.hostile import HOSTILE
 
 
 def _event(text: str) -> AlertEvent:
-    return AlertEvent(kind="anomaly", title=f"Cost anomaly: {text}", team=text, summary=f"summary {text}",
-                      facts={"Monitor": text, text[:50]: "value"}, dedup_key="k1",
-                      links={"Open": "https://finops.example/anomalies/1", "Bad": "javascript:alert(1)"})
+    return AlertEvent(
+        kind="anomaly",
+        title=f"Cost anomaly: {text}",
+        team=text,
+        summary=f"summary {text}",
+        facts={"Monitor": text, text[:50]: "value"},
+        dedup_key="k1",
+        links={"Open": "https://finops.example/anomalies/1", "Bad": "javascript:alert(1)"},
+    )
 
 
 def _all_text(payload: dict) -> str:
@@ -52,8 +58,10 @@ def test_webhook_delivery_block_kit(alert_slack):
     assert body["blocks"][0]["type"] == "header"
     assert "&lt;!channel&gt; team-a" in body["text"]
     assert body["unfurl_links"] is False
-    assert any(b["type"] == "actions" and b["elements"][0]["url"] == "https://finops.example/anomalies/1"
-               for b in body["blocks"])
+    assert any(
+        b["type"] == "actions" and b["elements"][0]["url"] == "https://finops.example/anomalies/1"
+        for b in body["blocks"]
+    )
 
 
 def test_webhook_429_retry_after_is_honoured(alert_slack):
@@ -82,21 +90,25 @@ def test_webhook_429_retry_after_is_honoured(alert_slack):
 def test_webhook_429_retries_are_bounded_and_wait_capped(alert_slack):
     srv = alert_slack.server
     srv.expect_request(alert_slack.path, method="POST").respond_with_data(
-        "rate_limited", status=429, headers={"Retry-After": "3600"})
+        "rate_limited", status=429, headers={"Retry-After": "3600"}
+    )
     with pytest.raises(Exception, match="429"):
         send_slack(_event("x"), alert_slack.conn_id, max_retries=2, max_wait_s=0.05)
     assert len(srv.log) == 3  # first try + 2 retries, each wait capped far below 3600 s
 
 
 def test_api_connection_needs_a_channel(monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_ALERT_SLACK_API", json.dumps({"conn_type": "slack", "password": "xoxb-test"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ALERT_SLACK_API", json.dumps({"conn_type": "slack", "password": "xoxb-test"})
+    )
     with pytest.raises(ValueError, match="slack_channel"):
         send_slack(_event("x"), "alert_slack_api")
 
 
 def test_api_connection_posts_chat_message(httpserver, monkeypatch):
     httpserver.expect_request("/api/chat.postMessage", method="POST").respond_with_json(
-        {"ok": True, "channel": "C123", "ts": "1.2"})
+        {"ok": True, "channel": "C123", "ts": "1.2"}
+    )
     conn = {"conn_type": "slack", "password": "xoxb-test", "extra": {"base_url": httpserver.url_for("/api/")}}
     monkeypatch.setenv("AIRFLOW_CONN_ALERT_SLACK_API", json.dumps(conn))
     send_slack(_event("<@U123ABC>"), "alert_slack_api", channel="#finops")

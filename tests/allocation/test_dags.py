@@ -23,11 +23,14 @@ def _dag(dag_id: str):
 
 @pytest.mark.slow
 def test_showback_dag_runs_end_to_end(airflow_db, duckdb_wh, finops_home):
-    insert_focus(duckdb_wh, [
-        focus_row("2026-10-01", "10.10", tags={"team": "ml-research"}),
-        focus_row("2026-10-02", "5.05", sub_account_id="111111111111"),  # rules[0] of allocation.yaml
-        focus_row("2026-10-02", "1.01"),
-    ])
+    insert_focus(
+        duckdb_wh,
+        [
+            focus_row("2026-10-01", "10.10", tags={"team": "ml-research"}),
+            focus_row("2026-10-02", "5.05", sub_account_id="111111111111"),  # rules[0] of allocation.yaml
+            focus_row("2026-10-02", "1.01"),
+        ],
+    )
     duckdb_wh.close()  # the DAG's tasks open the warehouse themselves
 
     sb = _dag("finops_showback")
@@ -42,19 +45,24 @@ def test_showback_dag_runs_end_to_end(airflow_db, duckdb_wh, finops_home):
 
 
 @pytest.mark.slow
-def test_report_dag_emails_once_per_figures_and_again_on_request(airflow_db, duckdb_wh, finops_home, alert_smtp,
-                                                                  monkeypatch, tmp_path):
+def test_report_dag_emails_once_per_figures_and_again_on_request(
+    airflow_db, duckdb_wh, finops_home, alert_smtp, monkeypatch, tmp_path
+):
     """dag.test() of finops_report_monthly: saved files, one e-mail per team route; a re-run of the
     same month sends nothing (alert_state ledger), and its "Send again" Param sends once more."""
     from finops.allocation.rules import parse_rules
     from finops.allocation.store import run_showback
 
     cfg = tmp_path / "finops.yaml"
-    cfg.write_text("alerts:\n  routes:\n"
-                   f"    - {{team: '*', email_conn_id: {alert_smtp.conn_id}, email_to: [finops@example.com]}}\n")
+    cfg.write_text(
+        "alerts:\n  routes:\n"
+        f"    - {{team: '*', email_conn_id: {alert_smtp.conn_id}, email_to: [finops@example.com]}}\n"
+    )
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
-    insert_focus(duckdb_wh, [focus_row("2026-10-01", "10.10", tags={"team": "ml-research"}),
-                             focus_row("2026-10-02", "1.01")])
+    insert_focus(
+        duckdb_wh,
+        [focus_row("2026-10-01", "10.10", tags={"team": "ml-research"}), focus_row("2026-10-02", "1.01")],
+    )
     run_showback(duckdb_wh, "2026-10", parse_rules({}))
     duckdb_wh.close()  # the DAG's task opens the warehouse itself
 

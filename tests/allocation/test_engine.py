@@ -24,9 +24,17 @@ DAY = date(2026, 10, 5)
 
 
 def row(cost: str, tags: dict | None = None, eff: str | None = None, day: date = DAY, **kw) -> CostRow:
-    base = dict(day=day, billing_period=day.isoformat()[:7], provider="aws", billing_account_id="123",
-                service_name="EC2", currency="USD", billed=D(cost), effective=D(eff if eff is not None else cost),
-                tags=tags or {})
+    base = dict(
+        day=day,
+        billing_period=day.isoformat()[:7],
+        provider="aws",
+        billing_account_id="123",
+        service_name="EC2",
+        currency="USD",
+        billed=D(cost),
+        effective=D(eff if eff is not None else cost),
+        tags=tags or {},
+    )
     base.update(kw)
     return CostRow(**base)
 
@@ -54,8 +62,11 @@ def test_tag_key_aliases_fold_onto_team():
 
 def test_direct_by_tag_alias_and_case_insensitive_team():
     rules = parse_rules({"teams": [{"name": "ml-research", "cost_centre": "CC-1"}]})
-    rows = [row("10.5", {"Team": "ML-Research"}), row("2.25", {"user:team": "ml-research"}),
-            row("1", {"user_team": "other"})]
+    rows = [
+        row("10.5", {"Team": "ML-Research"}),
+        row("2.25", {"user:team": "ml-research"}),
+        row("1", {"user_team": "other"}),
+    ]
     alloc = allocate(rows, rules, "billed")
     assert totals(alloc) == {"ml-research": D("12.75"), "other": D("1")}
     assert {a.cost_centre for a in alloc if a.team == "ml-research"} == {"CC-1"}
@@ -63,31 +74,57 @@ def test_direct_by_tag_alias_and_case_insensitive_team():
 
 
 def test_account_project_subscription_and_tag_rules_first_match_wins():
-    rules = parse_rules({"rules": [
-        {"team": "acct", "match": {"accounts": ["111"]}},
-        {"team": "proj", "match": {"projects": ["p-1"]}},
-        {"team": "sub", "match": {"subscriptions": ["s-1"], "providers": ["azure"]}},
-        {"team": "envtag", "match": {"tags": {"Env": ["prod"]}}},
-        {"team": "never", "match": {"accounts": ["111"]}},
-    ]})
-    rows = [row("1", billing_account_id="111"), row("2", sub_account_id="p-1", provider="gcp"),
-            row("3", sub_account_id="s-1", provider="azure"), row("4", {"env": "prod"}),
-            row("5", sub_account_id="s-1", provider="aws"), row("6", {"team": "tagged"}, billing_account_id="111")]
+    rules = parse_rules(
+        {
+            "rules": [
+                {"team": "acct", "match": {"accounts": ["111"]}},
+                {"team": "proj", "match": {"projects": ["p-1"]}},
+                {"team": "sub", "match": {"subscriptions": ["s-1"], "providers": ["azure"]}},
+                {"team": "envtag", "match": {"tags": {"Env": ["prod"]}}},
+                {"team": "never", "match": {"accounts": ["111"]}},
+            ]
+        }
+    )
+    rows = [
+        row("1", billing_account_id="111"),
+        row("2", sub_account_id="p-1", provider="gcp"),
+        row("3", sub_account_id="s-1", provider="azure"),
+        row("4", {"env": "prod"}),
+        row("5", sub_account_id="s-1", provider="aws"),
+        row("6", {"team": "tagged"}, billing_account_id="111"),
+    ]
     alloc = allocate(rows, rules, "billed")
-    assert totals(alloc) == {"acct": D(1), "proj": D(2), "sub": D(3), "envtag": D(4), "unallocated": D(5),
-                             "tagged": D(6)}
+    assert totals(alloc) == {
+        "acct": D(1),
+        "proj": D(2),
+        "sub": D(3),
+        "envtag": D(4),
+        "unallocated": D(5),
+        "tagged": D(6),
+    }
     assert_conserved(rows, alloc, "billed")
 
 
-@pytest.mark.parametrize("method,expected", [
-    ("even", {"a": D("103.3333333334"), "b": D("23.3333333333"), "c": D("3.3333333333")}),
-    ("proportional", {"a": D("108.3333333333"), "b": D("21.6666666667"), "c": D("0")}),
-])
+@pytest.mark.parametrize(
+    "method,expected",
+    [
+        ("even", {"a": D("103.3333333334"), "b": D("23.3333333333"), "c": D("3.3333333333")}),
+        ("proportional", {"a": D("108.3333333333"), "b": D("21.6666666667"), "c": D("0")}),
+    ],
+)
 def test_shared_even_and_proportional(method, expected):
-    rules = parse_rules({"shared": [{"name": "support", "match": {"services": ["Support"]}, "method": method}],
-                         "teams": [{"name": "a"}, {"name": "b"}, {"name": "c"}]})
-    rows = [row("100", {"team": "a"}), row("20", {"team": "b"}), row("-0", {"team": "c"}),
-            row("10", service_name="Support")]
+    rules = parse_rules(
+        {
+            "shared": [{"name": "support", "match": {"services": ["Support"]}, "method": method}],
+            "teams": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
+        }
+    )
+    rows = [
+        row("100", {"team": "a"}),
+        row("20", {"team": "b"}),
+        row("-0", {"team": "c"}),
+        row("10", service_name="Support"),
+    ]
     alloc = allocate(rows, rules, "billed")
     got = totals(alloc)
     assert {k: v for k, v in got.items() if v} == {k: v for k, v in expected.items() if v}
@@ -96,10 +133,23 @@ def test_shared_even_and_proportional(method, expected):
 
 
 def test_shared_fixed_percentages():
-    rules = parse_rules({"shared": [{"name": "hub", "match": {"accounts": ["999"]}, "method": "fixed",
-                                     "percentages": {"a": "33.3", "b": "33.3", "c": "33.4"}}]})
-    rows = [row("0.0000000007", billing_account_id="999"), row("1000", billing_account_id="999"),
-            row("-3.21", billing_account_id="999")]  # a refund in the shared pool
+    rules = parse_rules(
+        {
+            "shared": [
+                {
+                    "name": "hub",
+                    "match": {"accounts": ["999"]},
+                    "method": "fixed",
+                    "percentages": {"a": "33.3", "b": "33.3", "c": "33.4"},
+                }
+            ]
+        }
+    )
+    rows = [
+        row("0.0000000007", billing_account_id="999"),
+        row("1000", billing_account_id="999"),
+        row("-3.21", billing_account_id="999"),
+    ]  # a refund in the shared pool
     alloc = allocate(rows, rules, "billed")
     got = totals(alloc)
     assert sum(got.values()) == D("996.7900000007")
@@ -121,7 +171,9 @@ def test_unallocated_spread(method):
     alloc = allocate(rows, rules, "billed")
     got = totals(alloc)
     assert "unallocated" not in got
-    assert got == ({"a": D("33.25"), "b": D("13.25")} if method == "even" else {"a": D("34.875"), "b": D("11.625")})
+    assert got == (
+        {"a": D("33.25"), "b": D("13.25")} if method == "even" else {"a": D("34.875"), "b": D("11.625")}
+    )
     assert {a.allocation for a in alloc} == {"direct", "spread"}
 
 
@@ -133,8 +185,11 @@ def test_unallocated_spread_without_any_team_keeps_bucket():
 
 def test_billed_and_amortised_views_differ_and_both_conserve():
     rules = parse_rules({})
-    rows = [row("100", {"team": "a"}, eff="62.5"), row("-40", {"team": "a"}, eff="0"),  # SP negation
-            row("300", eff="25", service_name="Savings Plans")]  # upfront fee amortised away
+    rows = [
+        row("100", {"team": "a"}, eff="62.5"),
+        row("-40", {"team": "a"}, eff="0"),  # SP negation
+        row("300", eff="25", service_name="Savings Plans"),
+    ]  # upfront fee amortised away
     billed = allocate(rows, rules, "billed")
     amort = allocate(rows, rules, "amortised")
     assert totals(billed) == {"a": D(60), "unallocated": D(300)}
@@ -145,25 +200,42 @@ def test_billed_and_amortised_views_differ_and_both_conserve():
 
 def test_random_mixture_conserves_every_day_and_currency():
     rng = random.Random(42)
-    rules = parse_rules({
-        "teams": [{"name": t} for t in "abcd"],
-        "rules": [{"team": "d", "match": {"accounts": ["acct-d"]}}],
-        "shared": [
-            {"name": "even", "match": {"services": ["S-even"]}, "method": "even"},
-            {"name": "prop", "match": {"services": ["S-prop"]}, "method": "proportional", "teams": ["a", "b"]},
-            {"name": "fix", "match": {"services": ["S-fix"]}, "method": "fixed",
-             "percentages": {"a": "12.5", "c": "87.5"}},
-        ],
-        "unallocated": {"mode": rng.choice(["bucket", "spread"])},
-    })
+    rules = parse_rules(
+        {
+            "teams": [{"name": t} for t in "abcd"],
+            "rules": [{"team": "d", "match": {"accounts": ["acct-d"]}}],
+            "shared": [
+                {"name": "even", "match": {"services": ["S-even"]}, "method": "even"},
+                {
+                    "name": "prop",
+                    "match": {"services": ["S-prop"]},
+                    "method": "proportional",
+                    "teams": ["a", "b"],
+                },
+                {
+                    "name": "fix",
+                    "match": {"services": ["S-fix"]},
+                    "method": "fixed",
+                    "percentages": {"a": "12.5", "c": "87.5"},
+                },
+            ],
+            "unallocated": {"mode": rng.choice(["bucket", "spread"])},
+        }
+    )
     rows = []
     for i in range(600):
         amount = D(rng.randint(-5 * 10**10, 10**13)).scaleb(-10)
-        rows.append(row(
-            str(amount), {"Team": rng.choice("abc")} if rng.random() < 0.5 else {},
-            eff=str((amount * D("0.7")).quantize(D("1E-10"))), day=date(2026, 10, 1 + i % 9), currency=rng.choice(["USD", "EUR"]),
-            billing_account_id=rng.choice(["acct-d", "x"]), service_name=rng.choice(["EC2", "S-even", "S-prop", "S-fix"]),
-        ))
+        rows.append(
+            row(
+                str(amount),
+                {"Team": rng.choice("abc")} if rng.random() < 0.5 else {},
+                eff=str((amount * D("0.7")).quantize(D("1E-10"))),
+                day=date(2026, 10, 1 + i % 9),
+                currency=rng.choice(["USD", "EUR"]),
+                billing_account_id=rng.choice(["acct-d", "x"]),
+                service_name=rng.choice(["EC2", "S-even", "S-prop", "S-fix"]),
+            )
+        )
     for view in ("billed", "amortised"):
         alloc = allocate(rows, rules, view)
         assert_conserved(rows, alloc, view)
@@ -178,11 +250,26 @@ def test_random_mixture_conserves_every_day_and_currency():
 def test_lines_and_gpu_view():
     rules = parse_rules({})
     rows = [
-        row("98.3", {"team": "a"}, instance_type="p5.48xlarge", pricing_category="Dynamic", list_cost=D("300")),
-        row("300", {"team": "a"}, instance_type="p5.48xlarge", pricing_category="Standard", list_cost=D("300")),
-        row("20", {"team": "b"}, instance_type="g4dn.xlarge", usage_type="USE1-SpotUsage:g4dn.xlarge",
-            list_cost=D("50")),
-        row("7", {"team": "a"}, service_category="Storage", service_name="S3", usage_type="TimedStorage-ByteHrs"),
+        row(
+            "98.3", {"team": "a"}, instance_type="p5.48xlarge", pricing_category="Dynamic", list_cost=D("300")
+        ),
+        row(
+            "300", {"team": "a"}, instance_type="p5.48xlarge", pricing_category="Standard", list_cost=D("300")
+        ),
+        row(
+            "20",
+            {"team": "b"},
+            instance_type="g4dn.xlarge",
+            usage_type="USE1-SpotUsage:g4dn.xlarge",
+            list_cost=D("50"),
+        ),
+        row(
+            "7",
+            {"team": "a"},
+            service_category="Storage",
+            service_name="S3",
+            usage_type="TimedStorage-ByteHrs",
+        ),
         row("3", {"team": "a"}, service_category="Networking", usage_type="USE1-DataTransfer-Out-Bytes"),
         row("1", {"team": "a"}, instance_type="m5.large", service_category="Compute"),
     ]

@@ -42,7 +42,7 @@ def test_split_huge_amount_has_no_precision_loss():
 def test_random_splits_conserve():
     rng = random.Random(7)
     for _ in range(300):
-        amt = D(rng.randint(-10**12, 10**12)).scaleb(-10)
+        amt = D(rng.randint(-(10**12), 10**12)).scaleb(-10)
         weights = {f"t{i}": D(rng.randint(0, 1000)) / 7 for i in range(rng.randint(1, 9))}
         assert sum(split(amt, weights).values()) == amt
 

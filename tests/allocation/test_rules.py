@@ -16,8 +16,18 @@ def test_example_rules_file_loads():
 
 def test_fixed_percentages_must_sum_to_100():
     with pytest.raises(AllocationConfigError, match=r"shared\[0\].*sum to 100, got 90"):
-        parse_rules({"shared": [{"name": "x", "match": {"services": ["s"]}, "method": "fixed",
-                                 "percentages": {"a": 60, "b": 30}}]})
+        parse_rules(
+            {
+                "shared": [
+                    {
+                        "name": "x",
+                        "match": {"services": ["s"]},
+                        "method": "fixed",
+                        "percentages": {"a": 60, "b": 30},
+                    }
+                ]
+            }
+        )
 
 
 def test_unknown_team_is_named():
@@ -31,8 +41,13 @@ def test_empty_match_and_typos_are_refused():
     with pytest.raises(AllocationConfigError, match="accountz"):
         parse_rules({"rules": [{"team": "a", "match": {"accountz": ["1"]}}]})
     with pytest.raises(AllocationConfigError, match="percentages only apply"):
-        parse_rules({"shared": [{"name": "x", "match": {"services": ["s"]}, "method": "even",
-                                 "percentages": {"a": 100}}]})
+        parse_rules(
+            {
+                "shared": [
+                    {"name": "x", "match": {"services": ["s"]}, "method": "even", "percentages": {"a": 100}}
+                ]
+            }
+        )
 
 
 def test_rules_file_reference(tmp_path):

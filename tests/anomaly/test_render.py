@@ -14,9 +14,24 @@ def _anomaly(actual: str, expected: str, pct: float) -> Anomaly:
     day = date(2026, 10, 10)
     delta = Decimal(actual) - Decimal(expected)
     return Anomaly(
-        "anm-1", "service", "Amazon EC2", "amortised", "USD", "open", day, day, day,
-        Decimal(actual), Decimal(expected), delta, delta, pct, 9.0, "warning",
-        datetime(2026, 10, 10), datetime(2026, 10, 10),
+        "anm-1",
+        "service",
+        "Amazon EC2",
+        "amortised",
+        "USD",
+        "open",
+        day,
+        day,
+        day,
+        Decimal(actual),
+        Decimal(expected),
+        delta,
+        delta,
+        pct,
+        9.0,
+        "warning",
+        datetime(2026, 10, 10),
+        datetime(2026, 10, 10),
     )
 
 

@@ -11,7 +11,9 @@ NOW = datetime(2026, 10, 20, 6)
 
 def ev(start, last, peak=None, actual="300", expected="100", key="aws / EC2"):
     a, e = D(actual), D(expected)
-    return Event("service", key, "amortised", "USD", start, last, peak or last, a, e, a - e, float((a - e) / e), 9.0)
+    return Event(
+        "service", key, "amortised", "USD", start, last, peak or last, a, e, a - e, float((a - e) / e), 9.0
+    )
 
 
 def test_same_run_seen_twice_is_one_anomaly_updated_not_repeated():
@@ -20,11 +22,15 @@ def test_same_run_seen_twice_is_one_anomaly_updated_not_repeated():
     a = p1.new[0]
     assert a.anomaly_id == anomaly_id("service", "aws / EC2", "amortised", "USD", date(2026, 10, 18))
     # next day the run continues and grows
-    p2 = reconcile(p1.new, [ev(date(2026, 10, 18), date(2026, 10, 19), actual="500")], date(2026, 10, 19), NOW)
+    p2 = reconcile(
+        p1.new, [ev(date(2026, 10, 18), date(2026, 10, 19), actual="500")], date(2026, 10, 19), NOW
+    )
     assert not p2.new and [u.anomaly_id for u in p2.updated] == [a.anomaly_id]
     assert p2.updated[0].delta == D(400) and p2.updated[0].last_day == date(2026, 10, 19)
     # identical re-run: nothing changes
-    p3 = reconcile(p2.updated, [ev(date(2026, 10, 18), date(2026, 10, 19), actual="500")], date(2026, 10, 19), NOW)
+    p3 = reconcile(
+        p2.updated, [ev(date(2026, 10, 18), date(2026, 10, 19), actual="500")], date(2026, 10, 19), NOW
+    )
     assert not p3.new and not p3.updated and not p3.closed
 
 
@@ -39,13 +45,17 @@ def test_quiet_monitor_closes_and_a_later_jump_is_new():
 def test_severity_escalates():
     a = reconcile([], [ev(date(2026, 10, 1), date(2026, 10, 1), actual="160")], date(2026, 10, 1), NOW).new[0]
     assert a.severity == "warning"
-    up = reconcile([a], [ev(date(2026, 10, 1), date(2026, 10, 2), actual="5000")], date(2026, 10, 2), NOW).updated[0]
+    up = reconcile(
+        [a], [ev(date(2026, 10, 1), date(2026, 10, 2), actual="5000")], date(2026, 10, 2), NOW
+    ).updated[0]
     assert up.severity == "critical"
 
 
 def test_contributors_rank_rises_with_shares():
-    got = contributors({"p5 | i-1": D(900), "EBS | vol-1": D(110), "S3 | -": D(40)},
-                       {"p5 | i-1": D(100), "EBS | vol-1": D(10), "S3 | -": D(50), "gone | i-2": D(20)})
+    got = contributors(
+        {"p5 | i-1": D(900), "EBS | vol-1": D(110), "S3 | -": D(40)},
+        {"p5 | i-1": D(100), "EBS | vol-1": D(10), "S3 | -": D(50), "gone | i-2": D(20)},
+    )
     assert [c.key for c in got] == ["p5 | i-1", "EBS | vol-1"]
     assert abs(got[0].share - 800 / 900) < 1e-9 and got[0].delta == D(800)
     assert contributors({"a": D(1)}, {"a": D(2)}) == []

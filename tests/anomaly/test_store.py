@@ -18,12 +18,15 @@ from tests.fixtures.focus_data import focus_row, insert_focus
 
 
 def test_routes_for_team_catch_all_and_default():
-    cfg = AlertsConfig(routes=[AlertRoute(team="ml", slack_conn_id="a"), AlertRoute(team="*", slack_conn_id="b")],
-                       default_route=AlertRoute(slack_conn_id="c"))
+    cfg = AlertsConfig(
+        routes=[AlertRoute(team="ml", slack_conn_id="a"), AlertRoute(team="*", slack_conn_id="b")],
+        default_route=AlertRoute(slack_conn_id="c"),
+    )
     assert [r.slack_conn_id for r in routes_for("ml", cfg)] == ["a", "b"]
     assert [r.slack_conn_id for r in routes_for(None, cfg)] == ["b"]
-    only_default = AlertsConfig(routes=[AlertRoute(team="ml", slack_conn_id="a")], default_route=AlertRoute(
-        slack_conn_id="c"))
+    only_default = AlertsConfig(
+        routes=[AlertRoute(team="ml", slack_conn_id="a")], default_route=AlertRoute(slack_conn_id="c")
+    )
     assert [r.slack_conn_id for r in routes_for("data", only_default)] == ["c"]
 
 
@@ -31,14 +34,24 @@ def test_anomaly_alerts_once_across_runs(duckdb_wh, alert_slack, alert_smtp, ale
     wh = duckdb_wh
     seed_costs(wh)
     alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
-    alerts = AlertsConfig(routes=[AlertRoute(team="*", slack_conn_id=alert_slack.conn_id,
-                                             email_conn_id=alert_smtp.conn_id, email_to=["finops@example.com"])])
+    alerts = AlertsConfig(
+        routes=[
+            AlertRoute(
+                team="*",
+                slack_conn_id=alert_slack.conn_id,
+                email_conn_id=alert_smtp.conn_id,
+                email_to=["finops@example.com"],
+            )
+        ]
+    )
     register_configured_sinks(alerts, AlertLedger(wh))
     settings = parse_settings({"lookback_days": 90, "monitors": [{"type": "service"}, {"type": "account"}]})
     first = run_anomalies(wh, settings, now=datetime(2026, 10, 9, 6))
     assert len(first.new) == 2 and first.alerted == sorted(first.new)  # service + account monitors
-    row = wh.query("SELECT monitor_type, monitor_key, start_day, actual, expected, severity, contributors, alerted_at "
-                   "FROM anomalies WHERE monitor_type = 'service'")[0]
+    row = wh.query(
+        "SELECT monitor_type, monitor_key, start_day, actual, expected, severity, contributors, alerted_at "
+        "FROM anomalies WHERE monitor_type = 'service'"
+    )[0]
     assert row[1] == "aws / Amazon Elastic Compute Cloud" and row[2] == START + timedelta(days=DAYS - 1)
     assert row[3] > D(3000) and D(700) < row[4] < D(900) and row[7] is not None
     contrib = json.loads(row[6]) if isinstance(row[6], str) else row[6]
@@ -87,7 +100,9 @@ def test_team_and_tag_monitors(any_wh, alert_sinks):
     seed_costs(wh)
     for period in ("2026-07", "2026-08", "2026-09", "2026-10"):
         run_showback(wh, period, parse_rules({}))
-    settings = parse_settings({"lookback_days": 90, "monitors": [{"type": "team"}, {"type": "tag", "tag_key": "team"}]})
+    settings = parse_settings(
+        {"lookback_days": 90, "monitors": [{"type": "team"}, {"type": "tag", "tag_key": "team"}]}
+    )
     res = run_anomalies(wh, settings)
     keys = {tuple(r) for r in wh.query("SELECT monitor_type, monitor_key FROM anomalies")}
     assert keys == {("team", "ml"), ("tag:team", "ml")}
@@ -118,10 +133,18 @@ def test_focus_costs_and_showback_halves_keep_to_their_own_anomalies(any_wh, ale
     assert dict(wh.query("SELECT monitor_type, status FROM anomalies")) == {"service": "open", "team": "open"}
 
     # a week of steady billing data that showback has not allocated yet
-    insert_focus(wh, [focus_row((spike + timedelta(days=k)).isoformat(), "800.00", tags={"team": "ml"})
-                      for k in range(1, 8)])
+    insert_focus(
+        wh,
+        [
+            focus_row((spike + timedelta(days=k)).isoformat(), "800.00", tags={"team": "ml"})
+            for k in range(1, 8)
+        ],
+    )
     later = run_anomalies(wh, settings, source="focus_costs")
     assert later.closed == costs.new  # the service spike is over; the team one is not its to close
     again = run_anomalies(wh, settings, source="showback")
     assert again.data_end == spike.isoformat() and again.closed == [] and again.new == []
-    assert dict(wh.query("SELECT monitor_type, status FROM anomalies")) == {"service": "closed", "team": "open"}
+    assert dict(wh.query("SELECT monitor_type, status FROM anomalies")) == {
+        "service": "closed",
+        "team": "open",
+    }

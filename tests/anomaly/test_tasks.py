@@ -25,8 +25,9 @@ def _setup(duckdb_wh, alert_slack, monkeypatch, tmp_path) -> None:
     alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
 
 
-def test_task_reads_config_routes_and_alerts_once(duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch,
-                                                  tmp_path):
+def test_task_reads_config_routes_and_alerts_once(
+    duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch, tmp_path
+):
     from finops.allocation.tasks import run_anomalies_task
 
     _setup(duckdb_wh, alert_slack, monkeypatch, tmp_path)
@@ -40,8 +41,9 @@ def test_task_reads_config_routes_and_alerts_once(duckdb_wh, finops_home, alert_
     assert quiet["alerted"] == []
 
 
-def test_send_alerts_off_delivers_nothing_and_keeps_anomalies_pending(duckdb_wh, finops_home, alert_slack,
-                                                                      alert_sinks, monkeypatch, tmp_path):
+def test_send_alerts_off_delivers_nothing_and_keeps_anomalies_pending(
+    duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch, tmp_path
+):
     """A dry run (send_alerts=False) in a fresh worker process: emit() would register the
     configured routes on first use, so the task must not emit at all; the anomaly stays
     pending and is delivered once when alerts are on again."""
@@ -57,8 +59,9 @@ def test_send_alerts_off_delivers_nothing_and_keeps_anomalies_pending(duckdb_wh,
     assert loud["alerted"] == quiet["new"] and len(alert_slack.payloads()) == 1
 
 
-def test_a_failed_detect_still_alerts_its_task_failure(airflow_db, duckdb_wh, finops_home, alert_slack, alert_sinks,
-                                                       monkeypatch, tmp_path):
+def test_a_failed_detect_still_alerts_its_task_failure(
+    airflow_db, duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch, tmp_path
+):
     """detect registers the routes with its ledger, then its anomaly delivery fails (Slack
     refuses it once): the task fails, and on_failure_callback's task_failed alert must reach
     the route. Before, detect's cleanup emptied the sinks but left the routes marked as
@@ -68,9 +71,11 @@ def test_a_failed_detect_still_alerts_its_task_failure(airflow_db, duckdb_wh, fi
     from finops.paths import REPO_ROOT
 
     cfg = tmp_path / "finops.yaml"
-    cfg.write_text("alerts:\n  routes:\n"
-                   f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
-                   "anomaly:\n  lookback_days: 90\n  monitors: [{type: service, abs_floor: 100, pct: 0.5}]\n")
+    cfg.write_text(
+        "alerts:\n  routes:\n"
+        f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
+        "anomaly:\n  lookback_days: 90\n  monitors: [{type: service, abs_floor: 100, pct: 0.5}]\n"
+    )
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
     seed_costs(duckdb_wh)
     duckdb_wh.close()

@@ -16,8 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _run(script: str, *args: str) -> str:
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugins")}
-    proc = subprocess.run([sys.executable, str(REPO / "bench" / script), *args],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=REPO,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout
 
@@ -43,7 +49,12 @@ def test_anomaly_bench_on_a_short_history():
 
 def test_ui_bench():
     out = _run("ui.py", "--days", "3", "--rows-per-day", "2000", "--repeat", "2")
-    for page in ("overview", "showback table", "tag compliance (+ month cost)", "cost by provider (NO rollup: raw scan)"):
+    for page in (
+        "overview",
+        "showback table",
+        "tag compliance (+ month cost)",
+        "cost by provider (NO rollup: raw scan)",
+    ):
         assert page in out, out
 
 

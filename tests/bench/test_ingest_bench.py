@@ -17,13 +17,22 @@ def test_ingest_bench_runs_every_path_and_reconciles(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO / "plugins")}
     proc = subprocess.run(
         [sys.executable, str(REPO / "bench" / "ingest.py"), "--rows", "3000", "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=600, env=env, cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
     )
     out = proc.stdout
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for path in ("direct", "staging", "from S3"):
         assert re.search(rf"^{path}: loaded [\d,]+ FOCUS rows, .* reconciled=True", out, re.M), out
-    for label in ("DuckDB scan-only baseline", "DuckDB copy-only floor", "FOCUS mapping only",
-                  "from S3: extract (manifest + download)", "pandas (read + same mapping + write)"):
+    for label in (
+        "DuckDB scan-only baseline",
+        "DuckDB copy-only floor",
+        "FOCUS mapping only",
+        "from S3: extract (manifest + download)",
+        "pandas (read + same mapping + write)",
+    ):
         assert re.search(rf"^\s*{re.escape(label)}.*\s[\d.]+\s+[\d,]+", out, re.M), (label, out)
     assert "spine (direct) vs pandas:" in out and "the mapping alone reaches" in out

@@ -20,8 +20,11 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _load(wh, tmp_path: Path, source: str, period: str, n: int) -> None:
     rows = [focus_row(source, period, i) for i in range(n)]
-    wh.replace_partition("focus_costs", {"x_source": source, "x_billing_period": period},
-                         [write_focus(tmp_path / f"in-{source}-{period}.parquet", rows)])
+    wh.replace_partition(
+        "focus_costs",
+        {"x_source": source, "x_billing_period": period},
+        [write_focus(tmp_path / f"in-{source}-{period}.parquet", rows)],
+    )
 
 
 @pytest.fixture
@@ -101,8 +104,17 @@ def test_period_not_loaded_names_the_loaded_ones(loaded_home, tmp_path, capsys):
 
 
 def test_unknown_source_names_the_sources_of_the_period(loaded_home, tmp_path, capsys):
-    rc, _, err = _run(capsys, "export", "focus", "--period", "2024-05", "--out", str(tmp_path / "x.parquet"),
-                      "--source", "nope")
+    rc, _, err = _run(
+        capsys,
+        "export",
+        "focus",
+        "--period",
+        "2024-05",
+        "--out",
+        str(tmp_path / "x.parquet"),
+        "--source",
+        "nope",
+    )
     assert rc == 1
     assert "source 'nope'" in err and "sources with rows in 2024-05: a, b" in err
 
@@ -112,8 +124,11 @@ def test_unwritable_out_is_named_before_anything_is_created(loaded_home, tmp_pat
     blocker = tmp_path / "plain-file"
     blocker.write_text("")
     (tmp_path / "somedir.parquet").mkdir()
-    out = {"under_a_file": blocker / "sub" / "x.parquet", "a_directory": tmp_path / "somedir.parquet",
-           "wrong_suffix": tmp_path / "new-folder" / "x.json"}[case]
+    out = {
+        "under_a_file": blocker / "sub" / "x.parquet",
+        "a_directory": tmp_path / "somedir.parquet",
+        "wrong_suffix": tmp_path / "new-folder" / "x.json",
+    }[case]
     rc, stdout, err = _run(capsys, "export", "focus", "--period", "2024-05", "--out", str(out))
     assert rc == 2 and stdout == ""
     assert err.startswith("finops: error: ") and "Traceback" not in err
@@ -134,8 +149,9 @@ def test_empty_postgres_schema_is_reported_not_migrated(pg_conn_id, tmp_path, mo
     assert rc == 2
     assert "has no focus_costs table" in err and pg_conn_id.schema in err
     with psycopg.connect(pg_conn_id.dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM information_schema.tables WHERE table_schema = %s",
-                            [pg_conn_id.schema]).fetchone() == (0,)
+        assert conn.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_schema = %s", [pg_conn_id.schema]
+        ).fetchone() == (0,)
 
 
 def test_export_from_postgres(pg_conn_id, tmp_path, monkeypatch, capsys):
@@ -153,8 +169,18 @@ def test_export_from_postgres(pg_conn_id, tmp_path, monkeypatch, capsys):
     assert len(out.read_text().splitlines()) == 4
 
 
-@pytest.mark.parametrize("argv", [["bogus"], [], ["export"], ["export", "focus", "--period", "2024-05"],
-                                  ["demo", "--months", "0"], ["demo", "--rows", "-5"], ["demo", "--months", "x"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["bogus"],
+        [],
+        ["export"],
+        ["export", "focus", "--period", "2024-05"],
+        ["demo", "--months", "0"],
+        ["demo", "--rows", "-5"],
+        ["demo", "--months", "x"],
+    ],
+)
 def test_usage_errors_exit_2_with_usage(argv, capsys):
     """`demo --months 0` / `--rows -5` used to start the demo (Airflow DB, emulators) before anything noticed."""
     with pytest.raises(SystemExit) as exc:
@@ -165,8 +191,13 @@ def test_usage_errors_exit_2_with_usage(argv, capsys):
 
 
 def test_documented_help_commands(capsys):
-    for argv in (["--help"], ["export", "--help"], ["export", "focus", "--help"], ["demo", "--help"],
-                 ["migrate", "--help"]):
+    for argv in (
+        ["--help"],
+        ["export", "--help"],
+        ["export", "focus", "--help"],
+        ["demo", "--help"],
+        ["migrate", "--help"],
+    ):
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 0, argv
@@ -177,8 +208,23 @@ def test_console_script_error_has_no_traceback(finops_home, tmp_path):
     """Through the real entry point (os._exit after flushing): status and one error line."""
     env = dict(os.environ, FINOPS_HOME=str(finops_home))
     code = "import sys; from finops.cli.main import entrypoint; sys.argv[0] = 'finops'; entrypoint()"
-    p = subprocess.run([sys.executable, "-c", code, "export", "focus", "--period", "2024-05", "--out",
-                        str(tmp_path / "x.parquet")], capture_output=True, text=True, env=env, timeout=120)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "export",
+            "focus",
+            "--period",
+            "2024-05",
+            "--out",
+            str(tmp_path / "x.parquet"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and "finops: error: no warehouse at" in p.stderr
 
@@ -191,10 +237,13 @@ def test_missing_postgres_schema_is_named_and_not_created(pg_conn_id, tmp_path, 
     cfg = tmp_path / "finops.yaml"
     cfg.write_text(f"warehouse:\n  conn_id: {pg_conn_id.conn_id}\n  schema: {pg_conn_id.schema}\n")
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
-    rc, stdout, err = _run(capsys, "export", "focus", "--period", "2024-05", "--out", str(tmp_path / "x.parquet"))
+    rc, stdout, err = _run(
+        capsys, "export", "focus", "--period", "2024-05", "--out", str(tmp_path / "x.parquet")
+    )
     with psycopg.connect(pg_conn_id.dsn) as conn:
-        assert conn.execute("SELECT count(*) FROM pg_namespace WHERE nspname = %s",
-                            [pg_conn_id.schema]).fetchone() == (0,), "the export created the schema"
+        assert conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = %s", [pg_conn_id.schema]
+        ).fetchone() == (0,), "the export created the schema"
     assert rc == 2 and stdout == ""
     assert f"schema {pg_conn_id.schema!r} does not exist" in err
     assert not (tmp_path / "x.parquet").exists()

@@ -85,7 +85,9 @@ def test_ri_monthly_unused_row_is_prorated_over_the_month(duckdb_wh, tmp_path):
 
     d = write_cur2_period(tmp_path / "gen", GenSpec("2026-03", rows=800, seed=7))
     files = [tmp_path / "gen" / k for k in d.data_keys]
-    entry = load_batch(duckdb_wh, RawBatch("local", "aws", "2026-03", files, "fp-7"), aws_cur.converter_for("cur2"))
+    entry = load_batch(
+        duckdb_wh, RawBatch("local", "aws", "2026-03", files, "fp-7"), aws_cur.converter_for("cur2")
+    )
     assert entry.status == "loaded", entry.message
     raw = pq.read_table(files)
     rif = raw.filter(pc.equal(pc.field("line_item_line_item_type"), "RIFee"))

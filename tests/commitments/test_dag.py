@@ -18,7 +18,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-def test_commitments_dag(airflow_db, duckdb_wh, finops_home, alert_smtp, commitment_apis, monkeypatch, tmp_path):
+def test_commitments_dag(
+    airflow_db, duckdb_wh, finops_home, alert_smtp, commitment_apis, monkeypatch, tmp_path
+):
     from airflow.dag_processing.dagbag import DagBag
 
     now = datetime.now(UTC)
@@ -42,7 +44,9 @@ def test_commitments_dag(airflow_db, duckdb_wh, finops_home, alert_smtp, commitm
     assert dag.test().state == "success"
     subjects = [str(m["Subject"]) for m in alert_smtp.messages]
     assert len(subjects) == 1 and "Commitment ends in 5 days" in subjects[0]
-    assert commitment_apis.requests == ["/providers/Microsoft.Capacity/reservationOrders?api-version=2022-11-01"]
+    assert commitment_apis.requests == [
+        "/providers/Microsoft.Capacity/reservationOrders?api-version=2022-11-01"
+    ]
     # a "what if we buy 0.05 $/h of a Savings Plan" run; its expiry task re-checks: nothing new
     conf = {"what_if_product": "aws/savings_plan", "what_if_hourly": "0.05"}
     assert dag.test(run_conf=conf).state == "success"

@@ -89,7 +89,10 @@ def test_a_wrong_token_is_refused_and_the_next_source_still_runs(commitment_apis
     [
         ({"provider": "azure"}, "commitments.end_date_sources.0: Value error, conn_id is required"),
         ({"provider": "aws", "conn_id": "x"}, "commitments.end_date_sources.0.provider"),
-        ({"provider": "gcp", "conn_id": "x", "project": "Bad Project"}, "commitments.end_date_sources.0.project"),
+        (
+            {"provider": "gcp", "conn_id": "x", "project": "Bad Project"},
+            "commitments.end_date_sources.0.project",
+        ),
         ({"provider": "azure", "conn_id": "x", "project": "finops-test"}, "project: only for provider gcp"),
     ],
 )

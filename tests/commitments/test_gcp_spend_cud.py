@@ -23,7 +23,9 @@ from finops.ingest import RawBatch, load_batch
 
 SQL = {"id": "9662-B51E-5089", "description": "Cloud SQL"}
 FEE_SKU = {"id": "CUD-SQL-1Y", "description": "Commitment - dollar based v1: Cloud SQL for 1 year"}
-SETTINGS = parse_settings({"providers": ["gcp"], "discounts": {"gcp": {"spend_cud": {"1y": {"no_upfront": 0.25}}}}})
+SETTINGS = parse_settings(
+    {"providers": ["gcp"], "discounts": {"gcp": {"spend_cud": {"1y": {"no_upfront": 0.25}}}}}
+)
 ID = f"gcp-spend-cud:{gen.BILLING_ACCOUNT}:Cloud SQL:us-central1"
 
 
@@ -52,7 +54,9 @@ ROWS = [
     _row(5, 30.0, [_credit("COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE", -30.0)]),
     _row(5, 1000.0, [_credit("COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE", -900.0), _credit("DISCOUNT", -10.0)]),
     _row(5, 50.0, []),  # on demand, not covered
-    _row(5, 5.0, [_credit("COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE", -5.0)], region="europe-west4"),  # no fee there
+    _row(
+        5, 5.0, [_credit("COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE", -5.0)], region="europe-west4"
+    ),  # no fee there
     # 6 Oct: fee $900; credits offset the whole commitment, 1,200
     _row(6, 900.0, [], sku=FEE_SKU, hours=24),
     _row(6, 1300.0, [_credit("COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE", -1200.0)]),
@@ -78,9 +82,19 @@ def test_spend_cud_utilisation_by_hand(duckdb_wh, tmp_path):
     assert (m.used_cost, m.unused_cost) == (D("1597.5"), D("202.5"))  # 2130 x 0.75, capped at 900 a day
 
     day5, day6 = spend_cud_utilisation(fees, covered, spend_discount(SETTINGS), "day")
-    assert (day5.period, day5.fee, day5.credited, day5.utilisation) == ("2026-10-05", D(900), D(930), D("0.775"))
+    assert (day5.period, day5.fee, day5.credited, day5.utilisation) == (
+        "2026-10-05",
+        D(900),
+        D(930),
+        D("0.775"),
+    )
     assert (day5.used_cost, day5.unused_cost) == (D("697.5"), D("202.5"))  # 930 x 0.75
-    assert (day6.credited, day6.utilisation, day6.used_cost, day6.unused_cost) == (D(1200), D(1), D(900), D(0))
+    assert (day6.credited, day6.utilisation, day6.used_cost, day6.unused_cost) == (
+        D(1200),
+        D(1),
+        D(900),
+        D(0),
+    )
 
 
 def test_spend_cud_rows_in_the_utilisation_table(duckdb_wh, tmp_path):
@@ -92,6 +106,13 @@ def test_spend_cud_rows_in_the_utilisation_table(duckdb_wh, tmp_path):
         [ID],
     )
     assert got == [
-        (date(2026, 10, 5), D("697.5"), D("202.5"), D(930), D(270), "USD"),  # 1200 - 930 on-demand dollars unused
+        (
+            date(2026, 10, 5),
+            D("697.5"),
+            D("202.5"),
+            D(930),
+            D(270),
+            "USD",
+        ),  # 1200 - 930 on-demand dollars unused
         (date(2026, 10, 6), D(900), D(0), D(1200), D(0), "USD"),
     ]

@@ -136,7 +136,9 @@ def test_end_dates_from_the_raw_cur(tmp_path, duckdb_wh):
     assert (items[SP_ARN].end, items[SP_ARN].start) == (date(2027, 4, 24), date(2026, 4, 24))
     # by default the RI ends (00:00, exclusive) 31 days after the period: its last day is the 30th
     d2 = write_cur2_period(tmp_path / "gen2", GenSpec("2026-03", rows=50, seed=3))
-    by_default = {i.commitment_id: i for i in inv.aws_items_from_files([tmp_path / "gen2" / k for k in d2.data_keys])}
+    by_default = {
+        i.commitment_id: i for i in inv.aws_items_from_files([tmp_path / "gen2" / k for k in d2.data_keys])
+    }
     assert (by_default[RI_ARN].end, by_default[RI_ARN].start) == (date(2026, 5, 1), date(2025, 5, 2))
     assert by_default[SP_ARN].end == date(2026, 6, 5)
     seen: list = []  # the billing DAG's after_load hook: the UI rollups first, then the end dates
@@ -172,7 +174,9 @@ def test_end_dates_from_the_azure_and_gcp_apis():
     assert (g.end, g.term, g.description) == (date(2027, 1, 1), "TWELVE_MONTH", "3 ACCELERATOR us-central1")
 
 
-@pytest.mark.parametrize("today", [date(2026, 11, 1), date(2026, 11, 30), date(2026, 12, 31), date(2027, 2, 28)])
+@pytest.mark.parametrize(
+    "today", [date(2026, 11, 1), date(2026, 11, 30), date(2026, 12, 31), date(2027, 2, 28)]
+)
 def test_demo_ri_is_inside_the_30_day_window_whatever_the_day(tmp_path, today):
     # the demo writes the closed months before today's with ri_end = last month's end + 31 days:
     # 31 - day-of-month days left, so a run on any day of the month sees the RI ending soon
@@ -185,7 +189,9 @@ def test_demo_ri_is_inside_the_30_day_window_whatever_the_day(tmp_path, today):
     last = GenSpec(demo_periods(3, today)[-1], rows=50, seed=1)
     last.ri_end = last.end + timedelta(days=31)
     d = write_cur2_period(tmp_path, last)
-    ri = next(i for i in inv.aws_items_from_files([tmp_path / k for k in d.data_keys]) if i.commitment_id == RI_ARN)
+    ri = next(
+        i for i in inv.aws_items_from_files([tmp_path / k for k in d.data_keys]) if i.commitment_id == RI_ARN
+    )
     (e,) = expiry_calendar([Commitment("aws", ri.commitment_id, ri.end)], [], today)
     assert 0 <= e.days_left <= 30  # an expiry alert is due (the 7-day one from 7 days before the end)
     assert e.alert == (30 if e.days_left > 7 else 7)

@@ -30,8 +30,12 @@ def _run(conf: dict) -> str:
 
 
 def _check_loaded(wh, deliveries) -> None:
-    got = {p: (n, b) for p, n, b, _e in wh.query(
-        "SELECT x_billing_period, count(*), sum(billed_cost), sum(effective_cost) FROM focus_costs GROUP BY 1")}
+    got = {
+        p: (n, b)
+        for p, n, b, _e in wh.query(
+            "SELECT x_billing_period, count(*), sum(billed_cost), sum(effective_cost) FROM focus_costs GROUP BY 1"
+        )
+    }
     for d in deliveries:
         n, billed = got[d.period]
         assert Decimal(billed).quantize(Decimal("0.01")) == d.totals.billed_total.quantize(Decimal("0.01"))
@@ -75,8 +79,15 @@ def _e2e(wh_factory, awsb_deliver):
     assert _run({"billing_period": "2026-10", "source": "main-payer"}) == "success"
     wh = wh_factory()
     _check_loaded(wh, [d9, r10])
-    assert wh.query("SELECT count(DISTINCT x_load_id) FROM focus_costs WHERE x_billing_period = '2026-10'") == [(1,)]
-    statuses = [s for (s,) in wh.query("SELECT status FROM load_log WHERE billing_period = '2026-10' ORDER BY finished_at")]
+    assert wh.query(
+        "SELECT count(DISTINCT x_load_id) FROM focus_costs WHERE x_billing_period = '2026-10'"
+    ) == [(1,)]
+    statuses = [
+        s
+        for (s,) in wh.query(
+            "SELECT status FROM load_log WHERE billing_period = '2026-10' ORDER BY finished_at"
+        )
+    ]
     assert statuses[0] == "loaded" and statuses[-1] == "loaded" and len(statuses) >= 3
     wh.close()
 
@@ -150,14 +161,19 @@ def test_load_partition_rebuilds_its_own_rollups(finops_home, billing_config, aw
         assert load_partition(item)["status"] == "loaded"
     assert errors == ["main-payer 2026-09: UI rollup refresh failed; publish_summary will retry it"]
     with DuckDBWarehouse(warehouse_path()) as wh:
-        assert wh.query("SELECT count(*) FROM focus_costs") == [(wh.query(
-            "SELECT row_count FROM load_log WHERE status = 'loaded' ORDER BY finished_at DESC LIMIT 1")[0][0],)]
-
+        assert wh.query("SELECT count(*) FROM focus_costs") == [
+            (
+                wh.query(
+                    "SELECT row_count FROM load_log WHERE status = 'loaded' ORDER BY finished_at DESC LIMIT 1"
+                )[0][0],
+            )
+        ]
 
 
 @pytest.mark.postgres
-def test_load_partition_on_postgres_sums_rollups_from_its_staging_file(finops_home, billing_config, awsb_deliver,
-                                                                      pg_conn_id):
+def test_load_partition_on_postgres_sums_rollups_from_its_staging_file(
+    finops_home, billing_config, awsb_deliver, pg_conn_id
+):
     """On PostgreSQL the load's own staging parquet feeds the rollups (DuckDB sums it) instead
     of a second read of the partition from the warehouse; the result equals focus_costs."""
     from finops.demo.cur_generator import GenSpec
@@ -169,7 +185,9 @@ def test_load_partition_on_postgres_sums_rollups_from_its_staging_file(finops_ho
     with log_lines("finops.orchestration.billing") as lines:
         result = load_partition({"provider": "aws", "source": "main-payer", "billing_period": "2026-09"})
     assert result["status"] == "loaded"
-    assert any(line.startswith("main-payer 2026-09: UI rollups rebuilt from the staging files") for line in lines), lines
+    assert any(
+        line.startswith("main-payer 2026-09: UI rollups rebuilt from the staging files") for line in lines
+    ), lines
     wh = PostgresWarehouse.from_dsn(pg_conn_id.dsn, schema=pg_conn_id.schema)
     try:
         _check_rollups(wh)
@@ -193,8 +211,9 @@ def _truncate_first_file(awsb_bucket, delivery, n: int) -> None:
     awsb_bucket.put(f"{AWSB_PREFIX}/{delivery.data_keys[0]}", data[: len(data) // 2])
 
 
-def test_refused_delivery_is_recorded_and_alerted_and_the_month_kept(finops_home, billing_config, awsb_deliver,
-                                                                      awsb_bucket, alert_sinks):
+def test_refused_delivery_is_recorded_and_alerted_and_the_month_kept(
+    finops_home, billing_config, awsb_deliver, awsb_bucket, alert_sinks
+):
     """A restatement whose manifest lists a file that is not in S3 is refused before conversion:
     before, the task failed with no load_log row and no alert, so the month's history did not
     show why it had not changed. The month already loaded stays."""
@@ -217,9 +236,12 @@ def test_refused_delivery_is_recorded_and_alerted_and_the_month_kept(finops_home
         load_partition(item, run_id="manual__refused")
     with DuckDBWarehouse(warehouse_path()) as wh:
         [(status, message, run_id)] = wh.query(
-            "SELECT status, message, run_id FROM load_log WHERE status <> 'loaded'")
+            "SELECT status, message, run_id FROM load_log WHERE status <> 'loaded'"
+        )
         total = wh.query("SELECT sum(billed_cost) FROM focus_costs")[0][0]
-    assert status == "failed" and message.startswith("delivery refused: manifest lists 1 data file(s) missing")
+    assert status == "failed" and message.startswith(
+        "delivery refused: manifest lists 1 data file(s) missing"
+    )
     assert run_id == "manual__refused"
     assert Decimal(total).quantize(Decimal("0.01")) == first.totals.billed_total.quantize(Decimal("0.01"))
     assert [a.kind for a in alerts] == ["delivery_refused"] and alerts[0].facts["billing_period"] == "2026-09"
@@ -258,8 +280,9 @@ def test_dry_run_of_a_bad_delivery_fails(airflow_db, finops_home, billing_config
     assert _focus_costs_events(dr) == []
 
 
-def test_partitions_that_loaded_are_announced_when_another_fails(airflow_db, finops_home, billing_config,
-                                                                 awsb_deliver, awsb_bucket):
+def test_partitions_that_loaded_are_announced_when_another_fails(
+    airflow_db, finops_home, billing_config, awsb_deliver, awsb_bucket
+):
     """One quarantined month fails the run but must not hide the month that did load from
     showback / anomalies: before, publish_summary was upstream_failed and no asset event came,
     on every run for as long as the bad month stayed bad."""
@@ -281,4 +304,5 @@ def test_partitions_that_loaded_are_announced_when_another_fails(airflow_db, fin
     with DuckDBWarehouse(warehouse_path()) as wh:
         got = wh.query("SELECT x_billing_period, sum(billed_cost) FROM focus_costs GROUP BY 1")
         assert [(p, Decimal(b).quantize(Decimal("0.01"))) for p, b in got] == [
-            ("2026-09", good.totals.billed_total.quantize(Decimal("0.01")))]
+            ("2026-09", good.totals.billed_total.quantize(Decimal("0.01")))
+        ]

@@ -47,11 +47,16 @@ def _snapshot(provider: str, source: str) -> tuple:
     try:
         totals = wh.query(
             "SELECT x_billing_period, count(*), sum(billed_cost), sum(effective_cost) FROM focus_costs "
-            "WHERE x_provider = ? GROUP BY 1 ORDER BY 1", [provider])
+            "WHERE x_provider = ? GROUP BY 1 ORDER BY 1",
+            [provider],
+        )
         rows = wh.query_arrow("SELECT * FROM focus_costs").to_pylist()
         rows.sort(key=lambda r: tuple(str(v) for v in r.values()))
-        log = wh.query("SELECT billing_period, status, raw_billed_total, focus_billed_total FROM load_log "
-                       "WHERE source = ? ORDER BY finished_at", [source])
+        log = wh.query(
+            "SELECT billing_period, status, raw_billed_total, focus_billed_total FROM load_log "
+            "WHERE source = ? ORDER BY finished_at",
+            [source],
+        )
         return totals, rows, log
     finally:
         wh.close()
@@ -71,31 +76,62 @@ def _two_runs(provider: str, source: str, expected: dict[str, Decimal]) -> list:
     assert _run(provider) == "success"  # same deliveries again
     totals2, rows2, log2 = _snapshot(provider, source)
     assert (totals2, rows2) == (totals, rows)
-    assert sorted(st for _p, st, _r, _f in log2[len(log):]) == ["unchanged"] * len(PERIODS)
+    assert sorted(st for _p, st, _r, _f in log2[len(log) :]) == ["unchanged"] * len(PERIODS)
     return totals
 
 
-def test_gcp_dag_loads_and_is_idempotent(airflow_db, finops_home, tmp_path, monkeypatch, gcp_bq_server, gcp_conn):
+def test_gcp_dag_loads_and_is_idempotent(
+    airflow_db, finops_home, tmp_path, monkeypatch, gcp_bq_server, gcp_conn
+):
     from finops.demo.run import seed_gcp
 
     table = f"gcp_billing_export_resource_v1_{uuid.uuid4().hex[:8]}"
-    _config(tmp_path, monkeypatch, {"gcp": [{"name": "gcp-billing", "conn_id": gcp_conn, "project": "billing-proj",
-                                             "dataset": "billing", "table": table}]})
+    _config(
+        tmp_path,
+        monkeypatch,
+        {
+            "gcp": [
+                {
+                    "name": "gcp-billing",
+                    "conn_id": gcp_conn,
+                    "project": "billing-proj",
+                    "dataset": "billing",
+                    "table": table,
+                }
+            ]
+        },
+    )
     expected = seed_gcp(gcp_bq_server, PERIODS, days=1)
     _two_runs("gcp", "gcp-billing", expected)
 
 
-def test_azure_dag_takes_newest_run_and_is_idempotent(airflow_db, finops_home, tmp_path, monkeypatch,
-                                                       az_blob_endpoint, az_conn):
+def test_azure_dag_takes_newest_run_and_is_idempotent(
+    airflow_db, finops_home, tmp_path, monkeypatch, az_blob_endpoint, az_conn
+):
     from azure.storage.blob import BlobServiceClient
 
     from finops.demo.run import seed_azure
 
     container = f"finops-{uuid.uuid4().hex[:8]}"
-    _config(tmp_path, monkeypatch, {"azure": [{"name": "azure-ea", "conn_id": az_conn, "container": container,
-                                               "prefix": "cost-exports/acme-ea-amortized", "format": "amortized",
-                                               "agreement": "ea"}]})
-    expected = seed_azure(az_blob_endpoint, PERIODS, days=2)  # two month-to-date runs per month (1 and 2 days)
+    _config(
+        tmp_path,
+        monkeypatch,
+        {
+            "azure": [
+                {
+                    "name": "azure-ea",
+                    "conn_id": az_conn,
+                    "container": container,
+                    "prefix": "cost-exports/acme-ea-amortized",
+                    "format": "amortized",
+                    "agreement": "ea",
+                }
+            ]
+        },
+    )
+    expected = seed_azure(
+        az_blob_endpoint, PERIODS, days=2
+    )  # two month-to-date runs per month (1 and 2 days)
     try:
         totals = _two_runs("azure", "azure-ea", expected)
         # only the newer, 2-day run counts: 2 days x the generator's daily rows, not 1 + 2
@@ -103,17 +139,22 @@ def test_azure_dag_takes_newest_run_and_is_idempotent(airflow_db, finops_home, t
 
         assert [n for _p, n, _b, _e in totals] == [
             len(gen.generate(period=p, layout="ea", kind="amortized", days=2, seed=11 + i).rows)
-            for i, p in enumerate(PERIODS)]
+            for i, p in enumerate(PERIODS)
+        ]
     finally:
         BlobServiceClient.from_connection_string(az_blob_endpoint).delete_container(container)
 
 
-def test_lambda_dag_bills_polled_lifetimes_and_is_idempotent(airflow_db, finops_home, tmp_path, monkeypatch,
-                                                             lam_api):
+def test_lambda_dag_bills_polled_lifetimes_and_is_idempotent(
+    airflow_db, finops_home, tmp_path, monkeypatch, lam_api
+):
     from finops.demo.run import seed_lambda
 
-    _config(tmp_path, monkeypatch, {"lambda": [{"name": "lambda-team", "conn_id": "lambda_cloud_default",
-                                                "account_name": "acme-ml"}]})
+    _config(
+        tmp_path,
+        monkeypatch,
+        {"lambda": [{"name": "lambda-team", "conn_id": "lambda_cloud_default", "account_name": "acme-ml"}]},
+    )
     expected = seed_lambda(lam_api, PERIODS)
     # by hand: H100 02:30-10:00 = 7.5 h x $23.92; A10 01:30-16:00 = 14.5 h x $0.75; A100 11:30-13:30 = 2 h x $1.29
     assert set(expected.values()) == {Decimal("179.40") + Decimal("10.875") + Decimal("2.58")}
@@ -123,6 +164,7 @@ def test_lambda_dag_bills_polled_lifetimes_and_is_idempotent(airflow_db, finops_
     wh = _warehouse()
     try:  # the instance running "now" was recorded by the DAG's own polls, but not billed in closed months
         assert wh.query("SELECT name, ended_at FROM lambda_instance_lifetimes WHERE name = 'dev-box'") == [
-            ("dev-box", None)]
+            ("dev-box", None)
+        ]
     finally:
         wh.close()

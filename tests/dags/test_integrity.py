@@ -47,8 +47,10 @@ def test_conventions(dagbag):
             # Retries everywhere, except teardowns (they run once, and fail the run loudly), waits
             # whose timeout *is* the answer ("results never arrived": a retry would wait again), and
             # the benchmark's final report, whose job is to fail the run on recorded failures.
-            exempt = getattr(t, "is_teardown", False) or name.startswith(("teardown", "terminate", "wait")) or (
-                dag_id == "finops_gpu_benchmark" and name == "report"
+            exempt = (
+                getattr(t, "is_teardown", False)
+                or name.startswith(("teardown", "terminate", "wait"))
+                or (dag_id == "finops_gpu_benchmark" and name == "report")
             )
             if t.retries < 1 and not exempt:
                 problems.append(f"{dag_id}.{t.task_id}: no retries")

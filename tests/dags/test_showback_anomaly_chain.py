@@ -118,18 +118,33 @@ def spiked_load(duckdb_wh, finops_home, alert_slack, alert_sinks, monkeypatch, t
     from finops.warehouse.base import LoadLogEntry
 
     cfg = tmp_path / "finops.yaml"
-    cfg.write_text("alerts:\n  routes:\n"
-                   f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
-                   "anomaly:\n  lookback_days: 90\n  monitors: [{type: service}, {type: team}]\n")
+    cfg.write_text(
+        "alerts:\n  routes:\n"
+        f"    - {{team: '*', slack_conn_id: {alert_slack.conn_id}}}\n"
+        "anomaly:\n  lookback_days: 90\n  monitors: [{type: service}, {type: team}]\n"
+    )
     monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
     alert_slack.server.expect_request(alert_slack.path, method="POST").respond_with_data("ok")
     seed_costs(duckdb_wh, spike_day=-1)
     for period in ("2026-07", "2026-08", "2026-09", "2026-10"):
         run_showback(duckdb_wh, period, parse_rules({}))
-    insert_focus(duckdb_wh, [focus_row(SPIKE_DAY.isoformat(), "2400.00", tags={"team": "ml"},
-                                       x_usage_type="SpotUsage:p5.48xlarge", resource_id="i-spike")])
-    duckdb_wh.append_log(LoadLogEntry(load_id="spike", source="main-payer", provider="aws",
-                                      billing_period="2026-10", status="loaded"))
+    insert_focus(
+        duckdb_wh,
+        [
+            focus_row(
+                SPIKE_DAY.isoformat(),
+                "2400.00",
+                tags={"team": "ml"},
+                x_usage_type="SpotUsage:p5.48xlarge",
+                resource_id="i-spike",
+            )
+        ],
+    )
+    duckdb_wh.append_log(
+        LoadLogEntry(
+            load_id="spike", source="main-payer", provider="aws", billing_period="2026-10", status="loaded"
+        )
+    )
     duckdb_wh.close()  # the DAGs' tasks open the warehouse themselves
     return alert_slack
 
@@ -139,8 +154,10 @@ def _anomalies() -> dict[str, tuple[date, D, bool]]:
     from finops.warehouse.duckdb_wh import DuckDBWarehouse
 
     with DuckDBWarehouse(warehouse_path()) as wh:
-        return {t: (d, a, sent is not None) for t, d, a, sent in wh.query(
-            "SELECT monitor_type, peak_day, actual, alerted_at FROM anomalies")}
+        return {
+            t: (d, a, sent is not None)
+            for t, d, a, sent in wh.query("SELECT monitor_type, peak_day, actual, alerted_at FROM anomalies")
+        }
 
 
 @pytest.mark.slow
@@ -179,7 +196,9 @@ def test_failed_showback_starts_no_team_monitor(scheduled_chain, spiked_load, tm
     assert _start("finops_anomalies").state == "success"
     posts = [p["text"] for p in spiked_load.payloads()]
     failed = [t for t in posts if t.startswith("[critical] Airflow task failed: finops_showback.allocate")]
-    assert set(_anomalies()) == {"service"} and len(failed) == 2 and len(posts) == 3  # one per mapped allocate
+    assert (
+        set(_anomalies()) == {"service"} and len(failed) == 2 and len(posts) == 3
+    )  # one per mapped allocate
     assert _due() == set()
 
 
@@ -188,13 +207,21 @@ def test_anomaly_dags_are_scheduled_on_the_table_their_monitors_read():
     finops_anomalies_teams on showback's own asset, with only those."""
     from finops.anomaly.settings import AnomalySettings, source_of
 
-    for dag_id, uri in (("finops_anomalies", "finops://focus_costs"),
-                    ("finops_anomalies_teams", "finops://showback")):
+    for dag_id, uri in (
+        ("finops_anomalies", "finops://focus_costs"),
+        ("finops_anomalies_teams", "finops://showback"),
+    ):
         dag = _dag(dag_id)
         assert [a.uri.rstrip("/") for a in dag.timetable.asset_condition.objects] == [uri]
         assert dag.params.get_param("send_alerts").value is True
         assert [t.task_id for t in dag.tasks] == ["detect"]
     assert {m.type: m.source for m in AnomalySettings().monitors} == {
-        "provider": "focus_costs", "service": "focus_costs", "account": "focus_costs", "team": "showback"}
+        "provider": "focus_costs",
+        "service": "focus_costs",
+        "account": "focus_costs",
+        "team": "showback",
+    }
     assert source_of("tag:project") == "focus_costs"
-    assert [o.uri.rstrip("/") for o in _dag("finops_showback").get_task("summary").outlets] == ["finops://showback"]
+    assert [o.uri.rstrip("/") for o in _dag("finops_showback").get_task("summary").outlets] == [
+        "finops://showback"
+    ]

@@ -16,8 +16,16 @@ from tests.fixtures.aws_billing import AWSB_PREFIX, billing_aws_dag
 REPO = Path(__file__).resolve().parents[2]
 # The DAGs of this area (showback / anomalies / monthly report are checked with their owners).
 DAG_IDS = [
-    "finops_billing_aws", "finops_billing_azure", "finops_billing_gcp", "finops_billing_lambda", "finops_prices",
-    "finops_policy_tags", "finops_policy_idle", "finops_audit", "finops_gpu_benchmark", "finops_bench_reaper",
+    "finops_billing_aws",
+    "finops_billing_azure",
+    "finops_billing_gcp",
+    "finops_billing_lambda",
+    "finops_prices",
+    "finops_policy_tags",
+    "finops_policy_idle",
+    "finops_audit",
+    "finops_gpu_benchmark",
+    "finops_bench_reaper",
 ]
 
 
@@ -53,7 +61,9 @@ def test_every_task_has_a_timeout_shorter_than_the_schedule(dags):
             if t.execution_timeout is None:
                 problems.append(f"{dag_id}.{t.task_id}: no execution_timeout")
             elif interval is not None and t.execution_timeout >= interval:
-                problems.append(f"{dag_id}.{t.task_id}: timeout {t.execution_timeout} >= schedule interval {interval}")
+                problems.append(
+                    f"{dag_id}.{t.task_id}: timeout {t.execution_timeout} >= schedule interval {interval}"
+                )
     assert not problems, "\n".join(problems)
     assert dags["finops_billing_aws"].get_task("load_partition").execution_timeout >= timedelta(hours=1)
 

@@ -38,8 +38,16 @@ def _rel(path: Path) -> str:
 
 def test_there_are_dag_files_and_builder_modules():
     assert len(DAG_FILES) >= 15
-    assert {"billing_dags.py", "prices_dag.py", "policy_dags.py", "anomaly_dags.py", "gpu_benchmark_dags.py",
-            "showback_dag.py", "report_dag.py", "budgets_dag.py"} <= {p.name for p in ORCH.glob("*.py")}
+    assert {
+        "billing_dags.py",
+        "prices_dag.py",
+        "policy_dags.py",
+        "anomaly_dags.py",
+        "gpu_benchmark_dags.py",
+        "showback_dag.py",
+        "report_dag.py",
+        "budgets_dag.py",
+    } <= {p.name for p in ORCH.glob("*.py")}
 
 
 def _wiring_problems(path: Path) -> list[str]:
@@ -48,7 +56,9 @@ def _wiring_problems(path: Path) -> list[str]:
     problems: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda):
-            problems.append(f"line {node.lineno}: defines {type(node).__name__} (move it to finops.orchestration)")
+            problems.append(
+                f"line {node.lineno}: defines {type(node).__name__} (move it to finops.orchestration)"
+            )
     builders: set[str] = set()
     body = tree.body[1:] if ast.get_docstring(tree) is not None else tree.body
     for node in body:
@@ -63,7 +73,9 @@ def _wiring_problems(path: Path) -> list[str]:
         elif isinstance(node, ast.Assign | ast.Expr) and isinstance(node.value, ast.Call):
             called = _name(node.value) or "?"
             if called not in builders or not called.startswith("build_"):
-                problems.append(f"line {node.lineno}: calls {called}, not a build_* imported from finops.orchestration")
+                problems.append(
+                    f"line {node.lineno}: calls {called}, not a build_* imported from finops.orchestration"
+                )
         else:
             problems.append(f"line {node.lineno}: {type(node).__name__} statement")
     if not builders:

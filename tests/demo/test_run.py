@@ -17,15 +17,24 @@ def test_summary_names_every_total_that_does_not_match(any_wh, request, tmp_path
         cfg = tmp_path / "finops.yaml"
         cfg.write_text(json.dumps({"warehouse": {"conn_id": pg.conn_id, "schema": pg.schema}}))
         monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
-    insert_focus(any_wh, [focus_row("2026-09-03", "10.004"),
-                          focus_row("2026-10-03", "20.00", "12.00", x_instance_type="p5.48xlarge")])
+    insert_focus(
+        any_wh,
+        [
+            focus_row("2026-09-03", "10.004"),
+            focus_row("2026-10-03", "20.00", "12.00", x_instance_type="p5.48xlarge"),
+        ],
+    )
     any_wh.close()  # summary opens the warehouse itself, as the demo does
     text, problems = summary(["2026-09", "2026-10"], {"aws": {"2026-09": D("10.00"), "2026-10": D("20.00")}})
     assert problems == [] and "MISMATCH" not in text  # 10.004 is 10.00 to the cent
     assert "GPU instances by provider" in text and "12.00" in text.split("GPU instances", 1)[1]
 
-    text, problems = summary(["2026-09", "2026-10", "2026-11"],
-                             {"aws": {"2026-09": D("10.00"), "2026-10": D("20.01"), "2026-11": D("5")}})
-    assert problems == ["2026-10 aws: billed 20.0000000000 != expected 20.01",
-                        "2026-11 aws: nothing loaded (expected 5)"]
+    text, problems = summary(
+        ["2026-09", "2026-10", "2026-11"],
+        {"aws": {"2026-09": D("10.00"), "2026-10": D("20.01"), "2026-11": D("5")}},
+    )
+    assert problems == [
+        "2026-10 aws: billed 20.0000000000 != expected 20.01",
+        "2026-11 aws: nothing loaded (expected 5)",
+    ]
     assert "MISMATCH" in text and "MISSING" in text

@@ -13,7 +13,12 @@ from finops.focus.azure_focus import CONVERTER as FOCUS
 from finops.ingest import ConversionError
 from tests.fixtures.focus_convert import convert
 
-CASES = [("ea", "actual", "USD"), ("ea", "amortized", "USD"), ("mca", "actual", "EUR"), ("mca", "amortized", "EUR")]
+CASES = [
+    ("ea", "actual", "USD"),
+    ("ea", "amortized", "USD"),
+    ("mca", "actual", "EUR"),
+    ("mca", "amortized", "EUR"),
+]
 
 
 @pytest.fixture(scope="module", params=CASES, ids=["-".join(c) for c in CASES])
@@ -31,7 +36,9 @@ def test_totals_reconcile_to_the_cent(converted):
     sample, res, rows = converted
     assert res.focus_billed_total == res.raw_billed_total
     assert res.focus_billed_total.quantize(Decimal("0.01")) == sample.billed_total.quantize(Decimal("0.01"))
-    assert res.focus_effective_total.quantize(Decimal("0.01")) == sample.effective_total.quantize(Decimal("0.01"))
+    assert res.focus_effective_total.quantize(Decimal("0.01")) == sample.effective_total.quantize(
+        Decimal("0.01")
+    )
     assert res.currencies == [sample.currency]
     assert len(rows) == len(sample.rows)
 
@@ -43,7 +50,9 @@ def test_reservation_purchase_vs_amortised_usage(converted):
     assert purchase["billed_cost"] > 0
     covered = [r for r in rows if r["commitment_discount_status"] == "Used"]
     assert covered and all(r["billed_cost"] == 0 for r in covered)
-    assert all(r["pricing_category"] == "Committed" and r["commitment_discount_category"] == "Usage" for r in covered)
+    assert all(
+        r["pricing_category"] == "Committed" and r["commitment_discount_category"] == "Usage" for r in covered
+    )
     refund = next(r for r in rows if r["x_charge_type"] == "Refund")
     assert (refund["charge_category"], refund["charge_class"]) == ("Purchase", "Correction")
     if sample.kind == "amortized":
@@ -68,7 +77,9 @@ def test_dimensions(converted):
     assert abs(vm["list_cost"] - vm["billed_cost"]) < Decimal("0.000001")
     disk = next(r for r in rows if r["service_name"] == "Storage")
     assert disk["tags"] is None
-    assert vm["invoice_id"] == ("G012345678" if sample.layout == "mca" else "8611537-202610")  # EA: provisional id
+    assert vm["invoice_id"] == (
+        "G012345678" if sample.layout == "mca" else "8611537-202610"
+    )  # EA: provisional id
 
 
 def _bad_csv(tmp_path, layout, mutate):
@@ -95,16 +106,23 @@ def test_mixed_date_formats_caught(tmp_path, finops_home):
         convert(ACTUAL, [path], provider="azure", period="2026-10", tmp=tmp_path)
 
 
-@pytest.mark.parametrize("iso", ["2026-10-01", "2026-10-01T00:00:00.0000000Z", "2026-10-01 00:00:00"],
-                         ids=["date", "dotnet-7-digit", "space-separated"])
+@pytest.mark.parametrize(
+    "iso",
+    ["2026-10-01", "2026-10-01T00:00:00.0000000Z", "2026-10-01 00:00:00"],
+    ids=["date", "dotnet-7-digit", "space-separated"],
+)
 def test_iso_dates_accepted(tmp_path, finops_home, iso):
     """ISO days in every spelling Azure tools write: plain, .NET round-trip ("o": 7 fraction
     digits), and a typed timestamp's text (what a parquet TIMESTAMP column reads as)."""
     text = gen.generate(layout="mca", kind="actual", days=1).csv_bytes().decode("utf-8-sig")
     (tmp_path / "us.csv").write_text(text)
     (tmp_path / "iso.csv").write_text(text.replace("10/01/2026", iso))
-    want, want_rows = convert(ACTUAL, [tmp_path / "us.csv"], provider="azure", period="2026-10", tmp=tmp_path / "us")
-    res, rows = convert(ACTUAL, [tmp_path / "iso.csv"], provider="azure", period="2026-10", tmp=tmp_path / "iso")
+    want, want_rows = convert(
+        ACTUAL, [tmp_path / "us.csv"], provider="azure", period="2026-10", tmp=tmp_path / "us"
+    )
+    res, rows = convert(
+        ACTUAL, [tmp_path / "iso.csv"], provider="azure", period="2026-10", tmp=tmp_path / "iso"
+    )
     assert res.row_count == len(rows) > 0
     assert (res.row_count, res.focus_billed_total) == (want.row_count, want.focus_billed_total)
     day = sorted((str(r["charge_period_start"]), str(r["billed_cost"])) for r in rows)
@@ -119,13 +137,21 @@ def test_parquet_export_with_a_typed_date_column(tmp_path, finops_home):
 
     sample = gen.generate(layout="mca", kind="actual", days=2)
     csv_path = sample.write_csv(tmp_path / "a.csv")
-    table = pacsv.read_csv(csv_path, convert_options=pacsv.ConvertOptions(
-        column_types={"date": pa.timestamp("us")}, timestamp_parsers=["%m/%d/%Y"], strings_can_be_null=False))
+    table = pacsv.read_csv(
+        csv_path,
+        convert_options=pacsv.ConvertOptions(
+            column_types={"date": pa.timestamp("us")},
+            timestamp_parsers=["%m/%d/%Y"],
+            strings_can_be_null=False,
+        ),
+    )
     date_col = next(f for f in table.schema if f.name.lower().lstrip("\ufeff") == "date")
     assert pa.types.is_timestamp(date_col.type)
     pq.write_table(table, tmp_path / "a.parquet")
     want, _ = convert(ACTUAL, [csv_path], provider="azure", period="2026-10", tmp=tmp_path / "csv")
-    got, rows = convert(ACTUAL, [tmp_path / "a.parquet"], provider="azure", period="2026-10", tmp=tmp_path / "pq")
+    got, rows = convert(
+        ACTUAL, [tmp_path / "a.parquet"], provider="azure", period="2026-10", tmp=tmp_path / "pq"
+    )
     assert (got.row_count, got.focus_billed_total) == (want.row_count, want.focus_billed_total)
 
 
@@ -148,6 +174,8 @@ def test_focus_export_reconciles(tmp_path, finops_home):
     res, rows = convert(FOCUS, [path], provider="azure", period="2026-10", tmp=tmp_path)
     assert res.focus_billed_total == res.raw_billed_total
     assert res.focus_billed_total.quantize(Decimal("0.01")) == sample.billed_total.quantize(Decimal("0.01"))
-    assert res.focus_effective_total.quantize(Decimal("0.01")) == sample.effective_total.quantize(Decimal("0.01"))
+    assert res.focus_effective_total.quantize(Decimal("0.01")) == sample.effective_total.quantize(
+        Decimal("0.01")
+    )
     assert {r["charge_category"] for r in rows} == {"Usage", "Purchase"}
     assert next(r for r in rows if r["charge_class"] == "Correction")["x_provider"] == "azure"

@@ -233,15 +233,19 @@ CSP_SUBSCRIPTION_HEAD = (
     "productOrderId,productOrderName,consumedService,meterId,meterName,meterCategory,meterSubCategory,meterRegion,"
     "ProductId,ProductName,SubscriptionId"
 ).split(",")
-PARTNER = {"partnerTenantId": "0f5e7a4e-0000-4000-8000-00000000c5p0", "partnerName": "Contoso CSP",
-           "customerTenantId": "6b1f0b2c-0000-4000-8000-0000000000c1", "customerName": "Fabrikam, Inc."}
+PARTNER = {
+    "partnerTenantId": "0f5e7a4e-0000-4000-8000-00000000c5p0",
+    "partnerName": "Contoso CSP",
+    "customerTenantId": "6b1f0b2c-0000-4000-8000-0000000000c1",
+    "customerName": "Fabrikam, Inc.",
+}
 
 
 def _partner_export(tmp_path: Path, head: list[str], tail_from: str) -> tuple[Path, Decimal]:
     """The demo generator's MCA rows of 2026-10 rewritten in a partner layout; their total."""
     src = gen.generate(layout="mca", kind="actual", days=2).write_csv(tmp_path / "mca.csv")
     rows = list(csv.DictReader(src.open(encoding="utf-8-sig")))
-    header = head + gen.MCA_HEADER[gen.MCA_HEADER.index(tail_from) + (0 if tail_from == "date" else 1):]
+    header = head + gen.MCA_HEADER[gen.MCA_HEADER.index(tail_from) + (0 if tail_from == "date" else 1) :]
     out = tmp_path / "part_0_0001.csv"
     with out.open("w", newline="") as f:
         w = csv.DictWriter(f, header, extrasaction="ignore")
@@ -265,7 +269,9 @@ def test_csp_subscription_scope_export_loads(tmp_path, duckdb_wh):
     got = duckdb_wh.query(
         "SELECT DISTINCT billing_account_id, billing_account_name, billing_account_type, invoice_id FROM focus_costs"
     )
-    assert got == [(PARTNER["customerTenantId"], "Fabrikam, Inc.", "Customer", f"{PARTNER['customerTenantId']}-202610")]
+    assert got == [
+        (PARTNER["customerTenantId"], "Fabrikam, Inc.", "Customer", f"{PARTNER['customerTenantId']}-202610")
+    ]
     assert Decimal(duckdb_wh.query("SELECT sum(billed_cost) FROM focus_costs")[0][0]) == total
     assert load_batch(duckdb_wh, batch, conv).status == "unchanged"
     assert Decimal(duckdb_wh.query("SELECT sum(billed_cost) FROM focus_costs")[0][0]) == total
@@ -274,7 +280,9 @@ def test_csp_subscription_scope_export_loads(tmp_path, duckdb_wh):
 def test_mpa_billing_scope_export_bills_like_mca(tmp_path, duckdb_wh):
     path, total = _partner_export(tmp_path, MPA_HEAD, "date")
     conv = AzureCostConverter("actual")
-    assert conv.variant(next(csv.reader(path.open()))).startswith("Azure MPA (partner agreement, billing scope) actual")
+    assert conv.variant(next(csv.reader(path.open()))).startswith(
+        "Azure MPA (partner agreement, billing scope) actual"
+    )
     batch = RawBatch(source="mpa", provider="azure", billing_period="2026-10", files=[path], fingerprint="v1")
     entry = load_batch(duckdb_wh, batch, conv)
     assert entry.status == "loaded", entry.message

@@ -18,5 +18,7 @@ def test_azure_into_warehouse(any_wh, tmp_path):
     assert total.quantize(Decimal("0.01")) == sample.billed_total.quantize(Decimal("0.01"))
     eff = any_wh.query("SELECT sum(effective_cost) FROM focus_costs WHERE x_source = 'az-main'")[0][0]
     assert Decimal(eff).quantize(Decimal("0.01")) == sample.effective_total.quantize(Decimal("0.01"))
-    tags = any_wh.query("SELECT tags FROM focus_costs WHERE x_source = 'az-main' AND sku_meter = 'D8s v5' LIMIT 1")[0][0]
+    tags = any_wh.query(
+        "SELECT tags FROM focus_costs WHERE x_source = 'az-main' AND sku_meter = 'D8s v5' LIMIT 1"
+    )[0][0]
     assert "team" in str(tags)

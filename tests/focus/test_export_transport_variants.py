@@ -82,7 +82,10 @@ def test_transport_never_changes_the_load(case, duckdb_wh, tmp_path):
         batch = RawBatch(f"v-{label}", provider, period, [path], "fp")
         try:
             res = convert_to_staging(
-                batch, conv(), ConvertContext(batch.source, provider, period, "L"), tmp_path / f"{label}.parquet"
+                batch,
+                conv(),
+                ConvertContext(batch.source, provider, period, "L"),
+                tmp_path / f"{label}.parquet",
             )
         except Exception as e:  # noqa: BLE001 - reported per variant below
             got[label] = f"refused: {e}"

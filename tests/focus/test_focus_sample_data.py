@@ -41,13 +41,20 @@ def _published_total(path: Path, column: str) -> Decimal:
     return Decimal(total)
 
 
-@pytest.mark.parametrize(("rel", "provider", "conv", "billed", "effective", "name"), CASES, ids=["aws", "azure"])
+@pytest.mark.parametrize(
+    ("rel", "provider", "conv", "billed", "effective", "name"), CASES, ids=["aws", "azure"]
+)
 def test_focus_sample_loads_to_the_cent(duckdb_wh, rel, provider, conv, billed, effective, name):
     path = DATA / rel
     assert _published_total(path, "BilledCost") == Decimal(billed)
     assert _published_total(path, "EffectiveCost") == Decimal(effective)
-    batch = RawBatch(source=f"sample-{provider}", provider=provider, billing_period="2026-05", files=[path],
-                     fingerprint="v1")
+    batch = RawBatch(
+        source=f"sample-{provider}",
+        provider=provider,
+        billing_period="2026-05",
+        files=[path],
+        fingerprint="v1",
+    )
 
     entry = load_batch(duckdb_wh, batch, conv())
     assert entry.status == "loaded", entry.message
@@ -89,8 +96,13 @@ def test_focus_samples_export_passes_focus_validator(duckdb_wh, tmp_path):
     Foundation's focus-validator: nothing fails beyond the InvoiceId rule docs/focus-validator.md
     explains (InvoiceId-C-004-C, an open month's invoice)."""
     for rel, provider, conv, *_ in CASES:
-        batch = RawBatch(source=f"sample-{provider}", provider=provider, billing_period="2026-05",
-                         files=[DATA / rel], fingerprint="v1")
+        batch = RawBatch(
+            source=f"sample-{provider}",
+            provider=provider,
+            billing_period="2026-05",
+            files=[DATA / rel],
+            fingerprint="v1",
+        )
         assert load_batch(duckdb_wh, batch, conv()).status == "loaded"
     out = tmp_path / "focus.parquet"
     assert export_focus(duckdb_wh, "2026-05", out) == 12

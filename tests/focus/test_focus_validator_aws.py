@@ -21,20 +21,41 @@ from finops.sources.aws_cur import converter_for
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not (DEFAULT_VENV / "bin" / "focus-validator").exists(),
-                       reason="focus-validator venv missing: run `make focus-validator`"),
+    pytest.mark.skipif(
+        not (DEFAULT_VENV / "bin" / "focus-validator").exists(),
+        reason="focus-validator venv missing: run `make focus-validator`",
+    ),
 ]
 
-ALL_TYPES = {"Usage", "DiscountedUsage", "SavingsPlanCoveredUsage", "SavingsPlanNegation", "SavingsPlanRecurringFee",
-             "SavingsPlanUpfrontFee", "RIFee", "Fee", "Tax", "Credit", "Refund", "BundledDiscount"}
+ALL_TYPES = {
+    "Usage",
+    "DiscountedUsage",
+    "SavingsPlanCoveredUsage",
+    "SavingsPlanNegation",
+    "SavingsPlanRecurringFee",
+    "SavingsPlanUpfrontFee",
+    "RIFee",
+    "Fee",
+    "Tax",
+    "Credit",
+    "Refund",
+    "BundledDiscount",
+}
 
 
 def test_aws_export_passes_focus_validator(duckdb_wh, finops_home, tmp_path):
-    spec = GenSpec("2026-02", rows=400, seed=11, extra_tags={"user_équipe": "données ü – 東京 🚀", "user_cc": "=1+2"})
+    spec = GenSpec(
+        "2026-02", rows=400, seed=11, extra_tags={"user_équipe": "données ü – 東京 🚀", "user_cc": "=1+2"}
+    )
     d = write_cur2_period(tmp_path / "raw", spec)
     assert set(d.totals.rows_by_type) == ALL_TYPES
-    batch = RawBatch(source="aws-main", provider="aws", billing_period=spec.period,
-                     files=[tmp_path / "raw" / k for k in d.data_keys], fingerprint="v1")
+    batch = RawBatch(
+        source="aws-main",
+        provider="aws",
+        billing_period=spec.period,
+        files=[tmp_path / "raw" / k for k in d.data_keys],
+        fingerprint="v1",
+    )
     entry = load_batch(duckdb_wh, batch, converter_for("cur2"))
     assert entry.status == "loaded", entry.message
     assert entry.row_count == d.totals.focus_rows
@@ -45,7 +66,9 @@ def test_aws_export_passes_focus_validator(duckdb_wh, finops_home, tmp_path):
     assert export_focus(duckdb_wh, spec.period, out) == d.totals.focus_rows
     tbl = pq.read_table(out)
     assert {"InvoiceId", "ServiceSubcategory"} <= set(tbl.column_names)
-    assert round(Decimal(str(sum(tbl.column("BilledCost").to_pylist()))), 2) == round(d.totals.billed_total, 2)
+    assert round(Decimal(str(sum(tbl.column("BilledCost").to_pylist()))), 2) == round(
+        d.totals.billed_total, 2
+    )
     accounts = set(tbl.column("SubAccountId").to_pylist())
     assert len(accounts) >= 3
     assert any("東京" in (t or "") for t in tbl.column("Tags").to_pylist())

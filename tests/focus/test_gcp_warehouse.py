@@ -16,6 +16,8 @@ def test_gcp_into_warehouse(any_wh, tmp_path):
     assert first.status == second.status == "loaded", first.message
     assert n == len(sample.rows) + sample.promotion_credit_rows
     assert total.quantize(Decimal("0.01")) == sample.billed_total.quantize(Decimal("0.01"))
-    row = any_wh.query("SELECT raw_billed_total, focus_billed_total, currency FROM load_log WHERE source = 'gcp-main' "
-                       "ORDER BY finished_at DESC LIMIT 1")[0]
+    row = any_wh.query(
+        "SELECT raw_billed_total, focus_billed_total, currency FROM load_log WHERE source = 'gcp-main' "
+        "ORDER BY finished_at DESC LIMIT 1"
+    )[0]
     assert Decimal(row[0]) == Decimal(row[1]) == total and row[2] == "EUR"

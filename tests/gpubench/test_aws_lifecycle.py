@@ -36,7 +36,9 @@ def _launch_live(bench_ec2, settings, aws_conn, wh):
     """(launcher, prepared run, its live launch on moto): the start of most lifecycle tests."""
     launcher = _launcher(bench_ec2, settings)
     prepared = _prepared(settings)
-    launched = lifecycle.launch(prepared, settings, launcher, dry_run=False, wh=wh, presign=make_presign(aws_conn))
+    launched = lifecycle.launch(
+        prepared, settings, launcher, dry_run=False, wh=wh, presign=make_presign(aws_conn)
+    )
     return launcher, prepared, launched
 
 
@@ -55,7 +57,9 @@ def _instance_puts(url: str, body: str) -> None:
 
 
 def _wait(launched, settings, timeout_s=5.0, poll_s=0.05):
-    trig = BenchResultsTrigger(launched["results_uri"], settings.results_conn_id, timeout_s=timeout_s, poll_s=poll_s)
+    trig = BenchResultsTrigger(
+        launched["results_uri"], settings.results_conn_id, timeout_s=timeout_s, poll_s=poll_s
+    )
 
     async def first():
         async for ev in trig.run():
@@ -79,12 +83,15 @@ def test_happy_path_launch_wait_collect_terminate(bench_ec2, bench_settings, duc
     assert tags["finops:run-id"] == DAG_RUN and tags["finops:dag-id"] == "finops_gpu_benchmark"
     assert tags["finops:expires-at"] == prepared["expires_at"]
     assert desc["ImageId"] == image and desc["InstanceType"] == "p5.48xlarge"
-    behaviour = client.describe_instance_attribute(InstanceId=iid, Attribute="instanceInitiatedShutdownBehavior")
+    behaviour = client.describe_instance_attribute(
+        InstanceId=iid, Attribute="instanceInitiatedShutdownBehavior"
+    )
     assert behaviour["InstanceInitiatedShutdownBehavior"]["Value"] == "terminate"
 
     # idempotent retry: the same ClientToken gives the same instance, not a second one
-    again = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                             presign=make_presign(aws_conn))
+    again = lifecycle.launch(
+        prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh, presign=make_presign(aws_conn)
+    )
     assert again["instance_ids"] == [iid]
     assert alive_instances(client) == [iid]
 
@@ -97,14 +104,18 @@ def test_happy_path_launch_wait_collect_terminate(bench_ec2, bench_settings, duc
 
     n = lifecycle.collect(launched | {"dag_run_id": DAG_RUN}, make_reader(aws_conn), duckdb_wh)
     assert n == len(BENCH_DOC["results"])
-    rows = duckdb_wh.query("SELECT metric, dtype, value, gpu_count, pricing_model FROM gpu_benchmarks "
-                           "WHERE metric = 'matmul_tflops' ORDER BY dtype")
+    rows = duckdb_wh.query(
+        "SELECT metric, dtype, value, gpu_count, pricing_model FROM gpu_benchmarks "
+        "WHERE metric = 'matmul_tflops' ORDER BY dtype"
+    )
     assert rows == [("matmul_tflops", "bf16", 760.0, 8, "spot"), ("matmul_tflops", "fp32", 51.0, 8, "spot")]
     [(bid, status, errors)] = _runs(duckdb_wh)
     assert (bid, status) == (prepared["bench_run_id"], "ok")
     assert "transfer: RuntimeError: boom" in json.loads(errors)[0]  # a failed section is reported
 
-    rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    rep = lifecycle.terminate(
+        prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None
+    )
     assert rep.terminated == [iid] and not rep.errors
     assert alive_instances(client) == []
     actions = duckdb_wh.query("SELECT action, result, resource_id FROM policy_actions ORDER BY created_at")
@@ -112,7 +123,9 @@ def test_happy_path_launch_wait_collect_terminate(bench_ec2, bench_settings, duc
     assert sum(1 for a in actions if a[:2] == ("launch", "ok")) == 2
 
 
-def test_launch_fails_after_instance_was_created(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
+def test_launch_fails_after_instance_was_created(
+    bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts
+):
     client, _ = bench_ec2
 
     def lost_reply(**kwargs):  # the instance exists, but the caller never hears about it
@@ -122,22 +135,28 @@ def test_launch_fails_after_instance_was_created(bench_ec2, bench_settings, duck
     launcher = _launcher(bench_ec2, bench_settings)
     prepared = _prepared(bench_settings)
     with pytest.raises(LaunchError) as err:
-        lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                         presign=make_presign(aws_conn))
+        lifecycle.launch(
+            prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh, presign=make_presign(aws_conn)
+        )
     client.meta.events.unregister("after-call.ec2.RunInstances", lost_reply)
     assert err.value.cleaned
     assert alive_instances(client) == []  # the launcher found it by tag and terminated it
     [created] = [i["InstanceId"] for r in client.describe_instances()["Reservations"] for i in r["Instances"]]
     [(_, status, errors)] = _runs(duckdb_wh)
     assert status == "failed" and "launch" in json.loads(errors)[0]
-    [(result, evidence)] = duckdb_wh.query("SELECT result, evidence FROM policy_actions WHERE action = 'launch'")
+    [(result, evidence)] = duckdb_wh.query(
+        "SELECT result, evidence FROM policy_actions WHERE action = 'launch'"
+    )
     assert result == "failed" and json.loads(evidence)["instance_ids"] == [created]
     # the cleanup's termination of the instance the lost call created is audited, by instance id
-    assert duckdb_wh.query("SELECT resource_id, result FROM policy_actions WHERE action = 'terminate'") \
-        == [(created, "ok")]
+    assert duckdb_wh.query("SELECT resource_id, result FROM policy_actions WHERE action = 'terminate'") == [
+        (created, "ok")
+    ]
     assert [e.kind for e in bench_alerts] == ["benchmark_launch_failed"]
     # teardown still runs and finds nothing left
-    rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    rep = lifecycle.terminate(
+        prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None
+    )
     assert rep.terminated == []
 
 
@@ -163,12 +182,17 @@ def test_results_never_arrive(bench_ec2, bench_settings, finops_home, aws_conn, 
     assert "benchmark_wait_failed" in [e.kind for e in bench_alerts]
 
 
-@pytest.mark.parametrize("body, message", [
-    ("not json {", "JSONDecodeError"),
-    (json.dumps({"error": "benchmark exited 137 without a result", "host": "ip-10-0-0-1"}), "exited 137"),
-    (json.dumps({"schema_version": 1, "suite": "finops.bench"}), "required property"),
-])
-def test_collect_fails_then_teardown(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts, body, message):
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("not json {", "JSONDecodeError"),
+        (json.dumps({"error": "benchmark exited 137 without a result", "host": "ip-10-0-0-1"}), "exited 137"),
+        (json.dumps({"schema_version": 1, "suite": "finops.bench"}), "required property"),
+    ],
+)
+def test_collect_fails_then_teardown(
+    bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts, body, message
+):
     client, _ = bench_ec2
     launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)
     _instance_puts(_upload_url(client, launched["instance_ids"][0]), body)
@@ -191,12 +215,16 @@ def test_terminate_fails_then_succeeds(bench_ec2, bench_settings, duckdb_wh, aws
         if failures["left"]:
             failures["left"] -= 1
             raise botocore.exceptions.ClientError(
-                {"Error": {"Code": "RequestLimitExceeded", "Message": "Request limit exceeded."}}, "TerminateInstances")
+                {"Error": {"Code": "RequestLimitExceeded", "Message": "Request limit exceeded."}},
+                "TerminateInstances",
+            )
 
     client.meta.events.register("before-call.ec2.TerminateInstances", flaky)
     waits: list[float] = []
     try:
-        rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=waits.append)
+        rep = lifecycle.terminate(
+            prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=waits.append
+        )
     finally:
         client.meta.events.unregister("before-call.ec2.TerminateInstances", flaky)
     assert len(rep.errors) == 2 and "RequestLimitExceeded" in rep.errors[0]
@@ -210,19 +238,28 @@ def test_terminate_never_succeeds_is_loud(bench_ec2, bench_settings, duckdb_wh, 
     launcher, prepared, launched = _launch_live(bench_ec2, bench_settings, aws_conn, duckdb_wh)
 
     def broken(**kwargs):
-        raise botocore.exceptions.ClientError({"Error": {"Code": "UnauthorizedOperation", "Message": "no"}},
-                                              "TerminateInstances")
+        raise botocore.exceptions.ClientError(
+            {"Error": {"Code": "UnauthorizedOperation", "Message": "no"}}, "TerminateInstances"
+        )
 
     client.meta.events.register("before-call.ec2.TerminateInstances", broken)
     try:
         with pytest.raises(TerminateError, match="still alive"):
-            lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, timeout_s=0.05, poll_s=0.01,
-                                sleep=lambda s: None)
+            lifecycle.terminate(
+                prepared,
+                launcher,
+                dry_run=False,
+                wh=duckdb_wh,
+                timeout_s=0.05,
+                poll_s=0.01,
+                sleep=lambda s: None,
+            )
     finally:
         client.meta.events.unregister("before-call.ec2.TerminateInstances", broken)
     assert [e.severity for e in bench_alerts if e.kind == "benchmark_instance_left_running"] == ["critical"]
-    assert duckdb_wh.query("SELECT resource_id FROM policy_actions WHERE action='terminate' AND result='failed'") \
-        == [(launched["instance_ids"][0],)]
+    assert duckdb_wh.query(
+        "SELECT resource_id FROM policy_actions WHERE action='terminate' AND result='failed'"
+    ) == [(launched["instance_ids"][0],)]
     lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
     assert alive_instances(client) == []
 
@@ -230,11 +267,19 @@ def test_terminate_never_succeeds_is_loud(bench_ec2, bench_settings, duckdb_wh, 
 def test_dry_run_launches_nothing_and_audits(bench_ec2, bench_settings, duckdb_wh):
     client, _ = bench_ec2
     prepared = _prepared(bench_settings)
-    out = lifecycle.launch(prepared, bench_settings, _launcher(bench_ec2, bench_settings), dry_run=True,
-                           wh=duckdb_wh, presign=None)
+    out = lifecycle.launch(
+        prepared,
+        bench_settings,
+        _launcher(bench_ec2, bench_settings),
+        dry_run=True,
+        wh=duckdb_wh,
+        presign=None,
+    )
     assert out["dry_run"] and out["instance_ids"] == [] and 0 < out["user_data_bytes"] < 16 * 1024
     assert alive_instances(client) == []
-    assert duckdb_wh.query("SELECT action, result, dry_run FROM policy_actions") == [("launch", "dry_run", True)]
+    assert duckdb_wh.query("SELECT action, result, dry_run FROM policy_actions") == [
+        ("launch", "dry_run", True)
+    ]
     assert [r[1] for r in _runs(duckdb_wh)] == ["dry_run"]
 
 
@@ -242,11 +287,23 @@ def test_cap_on_running_instances(bench_ec2, bench_settings, duckdb_wh, aws_conn
     client, _ = bench_ec2
     launcher = _launcher(bench_ec2, bench_settings)
     launcher.max_running = 1
-    lifecycle.launch(_prepared(bench_settings, run="r1"), bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                     presign=make_presign(aws_conn))
+    lifecycle.launch(
+        _prepared(bench_settings, run="r1"),
+        bench_settings,
+        launcher,
+        dry_run=False,
+        wh=duckdb_wh,
+        presign=make_presign(aws_conn),
+    )
     with pytest.raises(CapReached):
-        lifecycle.launch(_prepared(bench_settings, run="r2"), bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                         presign=make_presign(aws_conn))
+        lifecycle.launch(
+            _prepared(bench_settings, run="r2"),
+            bench_settings,
+            launcher,
+            dry_run=False,
+            wh=duckdb_wh,
+            presign=make_presign(aws_conn),
+        )
     assert len(alive_instances(client)) == 1
 
 
@@ -266,12 +323,24 @@ def test_reaper_terminates_only_expired_tagged_instances(bench_ec2, bench_settin
     targets, _ = lifecycle.plan(bench_settings)
     old = lifecycle.prepare(bench_settings, targets[0], "old", now=datetime.now(UTC) - timedelta(hours=2))
     new = lifecycle.prepare(bench_settings, targets[0], "new")
-    [old_id] = lifecycle.launch(old, bench_settings, launcher, dry_run=False, wh=None,
-                                presign=make_presign(aws_conn))["instance_ids"]
-    [new_id] = lifecycle.launch(new, bench_settings, launcher, dry_run=False, wh=None,
-                                presign=make_presign(aws_conn))["instance_ids"]
-    other = client.run_instances(ImageId=image, MinCount=1, MaxCount=1, InstanceType="p5.48xlarge", TagSpecifications=[
-        {"ResourceType": "instance", "Tags": [{"Key": "finops:expires-at", "Value": "2000-01-01T00:00:00Z"}]}])
+    [old_id] = lifecycle.launch(
+        old, bench_settings, launcher, dry_run=False, wh=None, presign=make_presign(aws_conn)
+    )["instance_ids"]
+    [new_id] = lifecycle.launch(
+        new, bench_settings, launcher, dry_run=False, wh=None, presign=make_presign(aws_conn)
+    )["instance_ids"]
+    other = client.run_instances(
+        ImageId=image,
+        MinCount=1,
+        MaxCount=1,
+        InstanceType="p5.48xlarge",
+        TagSpecifications=[
+            {
+                "ResourceType": "instance",
+                "Tags": [{"Key": "finops:expires-at", "Value": "2000-01-01T00:00:00Z"}],
+            }
+        ],
+    )
     other_id = other["Instances"][0]["InstanceId"]  # expired tag but not a benchmark: not ours
 
     dry = lifecycle.reap([launcher], dry_run=True, wh=duckdb_wh, run_id="reaper-1")
@@ -280,8 +349,9 @@ def test_reaper_terminates_only_expired_tagged_instances(bench_ec2, bench_settin
     real = lifecycle.reap([launcher], dry_run=False, wh=duckdb_wh, run_id="reaper-2")
     assert real["terminated"] == [f"aws:us-east-1:{old_id}"] and real["kept"] == 1 and not real["errors"]
     assert sorted(alive_instances(client)) == sorted([new_id, other_id])
-    assert duckdb_wh.query("SELECT run_id, result FROM policy_actions WHERE action = 'reap' ORDER BY run_id") == [
-        ("reaper-1", "dry_run"), ("reaper-2", "ok")]
+    assert duckdb_wh.query(
+        "SELECT run_id, result FROM policy_actions WHERE action = 'reap' ORDER BY run_id"
+    ) == [("reaper-1", "dry_run"), ("reaper-2", "ok")]
 
 
 def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts):
@@ -293,7 +363,9 @@ def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aw
     iid = launched["instance_ids"][0]
     ud = client.describe_instance_attribute(InstanceId=iid, Attribute="userData")["UserData"]["Value"]
     assert " --device=cuda " in base64.b64decode(ud).decode()  # no silent fallback on the instance
-    cpu_doc = run_suite("cpu", quick=True, sections=["matmul"])  # what `--device auto` did on a GPU-less torch
+    cpu_doc = run_suite(
+        "cpu", quick=True, sections=["matmul"]
+    )  # what `--device auto` did on a GPU-less torch
     _instance_puts(_upload_url(client, iid), json.dumps(cpu_doc))
     with pytest.raises(lifecycle.CollectError, match="not a CUDA GPU"):
         lifecycle.collect(launched, make_reader(aws_conn), duckdb_wh)
@@ -304,8 +376,9 @@ def test_cpu_fallback_result_is_refused(bench_ec2, bench_settings, duckdb_wh, aw
     assert alive_instances(client) == []
 
 
-def test_retry_after_a_cleaned_up_launch_gets_a_new_instance(bench_ec2, bench_settings, duckdb_wh, aws_conn,
-                                                             bench_alerts):
+def test_retry_after_a_cleaned_up_launch_gets_a_new_instance(
+    bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts
+):
     """EC2 answers a repeated ClientToken with the instance it first created, even once that is
     terminated (moto does not: the handlers below give it EC2's token memory). The task's retry
     after a failed attempt whose cleanup ended the instance got the dead instance back and then
@@ -325,7 +398,8 @@ def test_retry_after_a_cleaned_up_launch_gets_a_new_instance(bench_ec2, bench_se
             return None
         res = client.describe_instances(InstanceIds=ids)
         return AWSResponse("https://ec2.moto", 200, {}, None), {
-            "Instances": [i for r in res["Reservations"] for i in r["Instances"]]}
+            "Instances": [i for r in res["Reservations"] for i in r["Instances"]]
+        }
 
     def remember(parsed, **kw):
         by_token.setdefault(sent[-1], [i["InstanceId"] for i in parsed.get("Instances", [])])
@@ -341,14 +415,16 @@ def test_retry_after_a_cleaned_up_launch_gets_a_new_instance(bench_ec2, bench_se
     launcher = _launcher(bench_ec2, bench_settings)
     prepared = _prepared(bench_settings)
     with pytest.raises(LaunchError):
-        lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                         presign=make_presign(aws_conn))
+        lifecycle.launch(
+            prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh, presign=make_presign(aws_conn)
+        )
     ev.unregister("after-call.ec2.RunInstances", lost_reply)
     [first] = by_token[sent[0]]
     assert alive_instances(client) == []  # the first attempt's cleanup ended it
 
-    retry = lifecycle.launch(prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh,
-                             presign=make_presign(aws_conn))
+    retry = lifecycle.launch(
+        prepared, bench_settings, launcher, dry_run=False, wh=duckdb_wh, presign=make_presign(aws_conn)
+    )
     [new] = retry["instance_ids"]
     assert new != first and alive_instances(client) == [new]
     assert sent[1] == sent[0] and sent[2] != sent[0]  # the token was tried, then a fresh one

@@ -21,7 +21,9 @@ def _dag(dag_id: str):
 
 @pytest.fixture
 def bench_config(tmp_path, monkeypatch, finops_home, bench_settings):
-    cfg = {"benchmarks": bench_settings.model_dump() | {"wait_timeout_minutes": 0.01, "terminate_timeout_s": 30}}
+    cfg = {
+        "benchmarks": bench_settings.model_dump() | {"wait_timeout_minutes": 0.01, "terminate_timeout_s": 30}
+    }
     path = tmp_path / "finops.yaml"
     path.write_text(yaml.safe_dump(json.loads(json.dumps(cfg))))
     monkeypatch.setenv("FINOPS_CONFIG", str(path))
@@ -60,8 +62,14 @@ def test_launches_are_serialised_so_the_running_cap_holds(bench_ec2, bench_setti
 
     def launch(i: int) -> None:
         ln = AwsLauncher(client, bench_settings.targets[i], max_running=1)
-        lifecycle.launch(lifecycle.prepare(bench_settings, targets[i], "run-1"), bench_settings, ln, dry_run=False,
-                         wh=None, presign=make_presign(aws_conn))
+        lifecycle.launch(
+            lifecycle.prepare(bench_settings, targets[i], "run-1"),
+            bench_settings,
+            ln,
+            dry_run=False,
+            wh=None,
+            presign=make_presign(aws_conn),
+        )
 
     threads = [threading.Thread(target=launch, args=(i,)) for i in range(2)]
     for t in threads:
@@ -79,7 +87,9 @@ def test_real_run_without_results_still_tears_down(airflow_db, bench_config, ben
     from finops.warehouse import connect
 
     client, _ = bench_ec2
-    dr = _dag("finops_gpu_benchmark").test(run_conf={"dry_run": False, "targets": ["aws/us-east-1/p5.48xlarge/spot"]})
+    dr = _dag("finops_gpu_benchmark").test(
+        run_conf={"dry_run": False, "targets": ["aws/us-east-1/p5.48xlarge/spot"]}
+    )
     states = {(ti.task_id, ti.map_index): ti.state for ti in dr.get_task_instances()}
     assert dr.state == "failed"
     assert states[("benchmark.launch", 0)] == "success"
@@ -101,14 +111,17 @@ def test_real_run_without_results_still_tears_down(airflow_db, bench_config, ben
 def test_unknown_target_fails_the_plan_at_once(airflow_db, bench_config):
     """A target key that is not configured cannot be fixed by a retry: before, plan retried
     twice with backoff (2.5 min) before the run failed."""
-    dr = _dag("finops_gpu_benchmark").test(run_conf={"dry_run": True, "targets": ["aws/us-east-1/p5.48xlarge"]})
+    dr = _dag("finops_gpu_benchmark").test(
+        run_conf={"dry_run": True, "targets": ["aws/us-east-1/p5.48xlarge"]}
+    )
     tries = {ti.task_id: (str(ti.state), ti.try_number) for ti in dr.get_task_instances()}
     assert str(dr.state) == "failed"
     assert tries["plan"] == ("failed", 1)
 
 
-def test_a_retried_reaper_run_does_not_reap_an_instance_twice(airflow_db, finops_home, tmp_path, monkeypatch,
-                                                              bench_lambda_api):
+def test_a_retried_reaper_run_does_not_reap_an_instance_twice(
+    airflow_db, finops_home, tmp_path, monkeypatch, bench_lambda_api
+):
     """The reaper retries when any cloud failed. Its retry listed the Lambda instance the first
     attempt had terminated (Lambda shows it `terminating` for a while), terminated it again and
     audited a second reap, spending the cap on it. Now an instance already ending is left be."""
@@ -124,11 +137,25 @@ def test_a_retried_reaper_run_does_not_reap_an_instance_twice(airflow_db, finops
     from finops.warehouse import connect
 
     api, server = bench_lambda_api, bench_lambda_api.server
-    target = {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_h100_sxm5", "ssh_key_name": "ops"}
+    target = {
+        "provider": "lambda",
+        "region": "us-west-1",
+        "instance_type": "gpu_1x_h100_sxm5",
+        "ssh_key_name": "ops",
+    }
     settings = parse_settings({"targets": [target]})
     expired = datetime.now(UTC) - timedelta(hours=2)
-    spec = LaunchSpec("0123456789abcdef0123", "finops_gpu_benchmark", "manual__old", "us-west-1", "gpu_1x_h100_sxm5",
-                      "ondemand", "#!/bin/bash", expired, 30)
+    spec = LaunchSpec(
+        "0123456789abcdef0123",
+        "finops_gpu_benchmark",
+        "manual__old",
+        "us-west-1",
+        "gpu_1x_h100_sxm5",
+        "ondemand",
+        "#!/bin/bash",
+        expired,
+        30,
+    )
     [iid] = LambdaLauncher(RestClient(server.url_for("/"), api.api_key), settings.targets[0]).launch(spec)
 
     def broken_cloud(request):  # a second cloud whose listing fails; meanwhile Lambda still shows
@@ -138,12 +165,19 @@ def test_a_retried_reaper_run_does_not_reap_an_instance_twice(airflow_db, finops
         return Response('{"error": {"code": "global/invalid-api-key", "message": "no"}}', status=401)
 
     server.expect_request("/broken/api/v1/instances", method="GET").respond_with_handler(broken_cloud)
-    for conn_id, host in (("lambda_cloud_default", server.url_for("/").rstrip("/")),
-                          ("lambda_broken", server.url_for("/broken"))):
-        monkeypatch.setenv(conn_env_var(conn_id), json.dumps({"conn_type": "http", "host": host,
-                                                              "password": api.api_key}))
-    cfg = {"benchmarks": {"dry_run": False, "targets": [target, target | {"region": "us-east-1",
-                                                                         "conn_id": "lambda_broken"}]}}
+    for conn_id, host in (
+        ("lambda_cloud_default", server.url_for("/").rstrip("/")),
+        ("lambda_broken", server.url_for("/broken")),
+    ):
+        monkeypatch.setenv(
+            conn_env_var(conn_id), json.dumps({"conn_type": "http", "host": host, "password": api.api_key})
+        )
+    cfg = {
+        "benchmarks": {
+            "dry_run": False,
+            "targets": [target, target | {"region": "us-east-1", "conn_id": "lambda_broken"}],
+        }
+    }
     path = tmp_path / "finops.yaml"
     path.write_text(yaml.safe_dump(cfg))
     monkeypatch.setenv("FINOPS_CONFIG", str(path))

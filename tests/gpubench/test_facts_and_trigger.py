@@ -30,7 +30,11 @@ def test_parse_nvidia_smi_query():
 
 
 def test_parse_nvlink_status():
-    assert parse_nvlink_status(NVLINK) == {"links": 3, "gbps_per_link": 26.562, "total_gbps": pytest.approx(79.686)}
+    assert parse_nvlink_status(NVLINK) == {
+        "links": 3,
+        "gbps_per_link": 26.562,
+        "total_gbps": pytest.approx(79.686),
+    }
     assert parse_nvlink_status("GPU 0: NVIDIA L4\n")["links"] == 0
 
 

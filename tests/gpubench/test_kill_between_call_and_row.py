@@ -49,14 +49,20 @@ class DiesAround:
 
 
 def _rows(wh, action: str) -> list[tuple[str, str, str, str]]:  # type: ignore[no-untyped-def]
-    rows = wh.query("SELECT resource_id, status, result, dry_run FROM policy_actions WHERE action = ? "
-                    "ORDER BY created_at", [action])
+    rows = wh.query(
+        "SELECT resource_id, status, result, dry_run FROM policy_actions WHERE action = ? "
+        "ORDER BY created_at",
+        [action],
+    )
     return [(rid, status, outcome_of(status, result, dry), result) for rid, status, result, dry in rows]
 
 
 def _states(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
-    return {i["InstanceId"]: i["State"]["Name"] for r in client.describe_instances()["Reservations"]
-            for i in r["Instances"]}
+    return {
+        i["InstanceId"]: i["State"]["Name"]
+        for r in client.describe_instances()["Reservations"]
+        for i in r["Instances"]
+    }
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
@@ -66,12 +72,19 @@ def test_killed_launch_is_recorded_once(bench_ec2, bench_settings, duckdb_wh, aw
     targets, _ = lifecycle.plan(bench_settings)
     prepared = lifecycle.prepare(bench_settings, targets[0], RUN)
     with pytest.raises(Killed):
-        lifecycle.launch(prepared, bench_settings, DiesAround(real, "launch", when), dry_run=False, wh=duckdb_wh,
-                         presign=make_presign(aws_conn))
+        lifecycle.launch(
+            prepared,
+            bench_settings,
+            DiesAround(real, "launch", when),
+            dry_run=False,
+            wh=duckdb_wh,
+            presign=make_presign(aws_conn),
+        )
     [(bid, status, _, _)] = _rows(duckdb_wh, "launch")
     assert (bid, status) == (prepared["bench_run_id"], "pending")  # on record before the call
-    again = lifecycle.launch(prepared, bench_settings, real, dry_run=False, wh=duckdb_wh,
-                             presign=make_presign(aws_conn))
+    again = lifecycle.launch(
+        prepared, bench_settings, real, dry_run=False, wh=duckdb_wh, presign=make_presign(aws_conn)
+    )
     states = _states(client)
     assert len(states) == 1 and again["instance_ids"] == list(states)  # launched once, never twice
     rows = _rows(duckdb_wh, "launch")
@@ -87,11 +100,18 @@ def test_killed_teardown_is_recorded_once(bench_ec2, bench_settings, duckdb_wh, 
     real = AwsLauncher(client, bench_settings.targets[0], max_running=bench_settings.max_running)
     targets, _ = lifecycle.plan(bench_settings)
     prepared = lifecycle.prepare(bench_settings, targets[0], RUN)
-    [iid] = lifecycle.launch(prepared, bench_settings, real, dry_run=False, wh=duckdb_wh,
-                             presign=make_presign(aws_conn))["instance_ids"]
+    [iid] = lifecycle.launch(
+        prepared, bench_settings, real, dry_run=False, wh=duckdb_wh, presign=make_presign(aws_conn)
+    )["instance_ids"]
     with pytest.raises(Killed):
-        lifecycle.terminate(prepared, DiesAround(real, "terminate", when), dry_run=False, wh=duckdb_wh,
-                            poll_s=0.01, sleep=lambda s: None)
+        lifecycle.terminate(
+            prepared,
+            DiesAround(real, "terminate", when),
+            dry_run=False,
+            wh=duckdb_wh,
+            poll_s=0.01,
+            sleep=lambda s: None,
+        )
     assert [(r, s) for r, s, _, _ in _rows(duckdb_wh, "terminate")] == [(iid, "pending")]
     lifecycle.terminate(prepared, real, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
     assert _states(client)[iid] in ("shutting-down", "terminated")
@@ -105,16 +125,20 @@ def test_killed_teardown_is_recorded_once(bench_ec2, bench_settings, duckdb_wh, 
 
 
 @pytest.mark.parametrize("when", ["before", "after"])
-def test_killed_reaper_counts_its_call_against_the_cap(bench_ec2, bench_settings, duckdb_wh, aws_conn,
-                                                       bench_alerts, when):
+def test_killed_reaper_counts_its_call_against_the_cap(
+    bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts, when
+):
     client, _ = bench_ec2
     real = AwsLauncher(client, bench_settings.targets[0], max_running=5)
     targets, _ = lifecycle.plan(bench_settings)
     ids = []
     for k in range(3):
-        p = lifecycle.prepare(bench_settings, targets[0], f"manual__{k}", now=datetime.now(UTC) - timedelta(hours=2))
-        ids += lifecycle.launch(p, bench_settings, real, dry_run=False, wh=None,
-                                presign=make_presign(aws_conn))["instance_ids"]
+        p = lifecycle.prepare(
+            bench_settings, targets[0], f"manual__{k}", now=datetime.now(UTC) - timedelta(hours=2)
+        )
+        ids += lifecycle.launch(
+            p, bench_settings, real, dry_run=False, wh=None, presign=make_presign(aws_conn)
+        )["instance_ids"]
     with pytest.raises(Killed):
         lifecycle.reap([DiesAround(real, "terminate", when)], dry_run=False, wh=duckdb_wh, run_id=RUN, cap=2)
     [(first, status, _, _)] = _rows(duckdb_wh, "reap")

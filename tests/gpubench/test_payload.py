@@ -30,18 +30,29 @@ from finops.gpubench.settings import parse_settings
 BUCKET = "bench-results"
 TARGETS = {
     "aws": {"image_id": "ami-0abcdef1234567890", "instance_type": "p5.48xlarge"},
-    "gcp": {"project": "proj", "zone": "us-central1-a", "instance_type": "a3-highgpu-8g",
-            "image": "projects/deeplearning-platform-release/global/images/family/pytorch"},
-    "azure": {"subscription_id": "sub", "resource_group": "rg", "subnet_id": "subnet-1",
-              "ssh_public_key": "ssh-ed25519 AAAA ops", "instance_type": "Standard_ND96isr_H100_v5"},
+    "gcp": {
+        "project": "proj",
+        "zone": "us-central1-a",
+        "instance_type": "a3-highgpu-8g",
+        "image": "projects/deeplearning-platform-release/global/images/family/pytorch",
+    },
+    "azure": {
+        "subscription_id": "sub",
+        "resource_group": "rg",
+        "subnet_id": "subnet-1",
+        "ssh_public_key": "ssh-ed25519 AAAA ops",
+        "instance_type": "Standard_ND96isr_H100_v5",
+    },
     "lambda": {"ssh_key_name": "ops", "instance_type": "gpu_1x_h100_sxm5"},
 }
 
 
 def _settings(provider: str, **over):
     target = {"provider": provider, "region": "us-east-1", **TARGETS[provider]}
-    return parse_settings({"results_conn_id": "aws_default", "results_bucket": BUCKET, "ttl_minutes": 30,
-                           "targets": [target]} | over)
+    return parse_settings(
+        {"results_conn_id": "aws_default", "results_bucket": BUCKET, "ttl_minutes": 30, "targets": [target]}
+        | over
+    )
 
 
 @pytest.fixture
@@ -69,13 +80,23 @@ def _tree(root: Path) -> set[str]:
 
 def _stage(settings, store, bid="0123456789abcdef0123", dry_run=False, presign=None):
     t = settings.targets[0]
-    upload = bootstrap.presigned_put_upload(presign(f"s3://{BUCKET}/gpu-benchmarks/{bid}.json", 3600)) \
-        if presign else "echo no upload"
-    return payload.stage(provider=t.provider, bench_run_id=bid, upload=upload, ttl_minutes=settings.ttl_minutes,
-                         bench_args=settings.suite_args(),
-                         context={"bench_run_id": bid, "provider": t.provider, "region": t.region},
-                         bucket=settings.results_bucket, prefix=settings.results_prefix, store=store,
-                         dry_run=dry_run)
+    upload = (
+        bootstrap.presigned_put_upload(presign(f"s3://{BUCKET}/gpu-benchmarks/{bid}.json", 3600))
+        if presign
+        else "echo no upload"
+    )
+    return payload.stage(
+        provider=t.provider,
+        bench_run_id=bid,
+        upload=upload,
+        ttl_minutes=settings.ttl_minutes,
+        bench_args=settings.suite_args(),
+        context={"bench_run_id": bid, "provider": t.provider, "region": t.region},
+        bucket=settings.results_bucket,
+        prefix=settings.results_prefix,
+        store=store,
+        dry_run=dry_run,
+    )
 
 
 @pytest.mark.parametrize("provider", ["aws", "gcp", "azure", "lambda"])
@@ -90,7 +111,9 @@ def test_weekly_serving_script_fits_each_provider_and_unpacks(provider, store, a
     names = set(tarfile.open(fileobj=io.BytesIO(data), mode="r:gz").getnames())
     listed = store.client.list_objects_v2(Bucket=BUCKET).get("Contents", [])
     if provider in ("aws", "lambda"):  # 16 KiB: the bundle inline would not fit
-        inline = bootstrap.render(upload="x" * 600, ttl_minutes=30, bench_args=settings.suite_args(), context={})
+        inline = bootstrap.render(
+            upload="x" * 600, ttl_minutes=30, bench_args=settings.suite_args(), context={}
+        )
         assert len(inline.encode()) > limit
         assert staged.payload_uri == f"s3://{BUCKET}/gpu-benchmarks/payloads/0123456789abcdef0123.tar.gz"
         head = store.client.head_object(Bucket=BUCKET, Key=store.key("0123456789abcdef0123"))
@@ -102,12 +125,18 @@ def test_weekly_serving_script_fits_each_provider_and_unpacks(provider, store, a
     work.mkdir()
     assert _run_payload_step(staged.user_data, work) == ""
     assert _tree(work) == names  # curl fetched it, the hash matched, tar unpacked it (or inline did)
-    assert (work / "finops/gpubench/serving.py").read_text() == \
-        bootstrap._minify((Path(payload.__file__).parent / "serving.py").read_text())
+    assert (work / "finops/gpubench/serving.py").read_text() == bootstrap._minify(
+        (Path(payload.__file__).parent / "serving.py").read_text()
+    )
     if provider == "aws":  # the unpacked package runs with no Airflow: its CLI parses
         code = "import sys, finops.gpubench.__main__ as m; print(m.__file__); sys.argv = ['x', '--help']; m.main()"
-        proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                              env={"PYTHONPATH": str(work), "PATH": os.environ["PATH"]}, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(work), "PATH": os.environ["PATH"]},
+            timeout=60,
+        )
         assert proc.returncode == 0, proc.stderr
         assert proc.stdout.startswith(str(work)) and "--serving" in proc.stdout
 
@@ -135,15 +164,41 @@ def test_fetch_refuses_a_tampered_or_missing_bundle(store, aws_conn, tmp_path):
 
 def test_no_bucket_is_a_config_error_naming_the_key():
     elsewhere = {"results_base": "gs://bench/gpu"}
-    aws = parse_settings({"results_bucket": None, "targets": [
-        {"provider": "aws", "region": "us-east-1", "instance_type": "p5.48xlarge", "image_id": "ami-1", **elsewhere}]})
+    aws = parse_settings(
+        {
+            "results_bucket": None,
+            "targets": [
+                {
+                    "provider": "aws",
+                    "region": "us-east-1",
+                    "instance_type": "p5.48xlarge",
+                    "image_id": "ami-1",
+                    **elsewhere,
+                }
+            ],
+        }
+    )
     prepared = lifecycle.prepare(aws, aws.targets[0].model_dump() | {"key": aws.targets[0].key}, "run-1")
-    with pytest.raises(ConfigError, match=r"benchmarks\.results_bucket is not set: the aws startup script is \d+ "
-                                          r"bytes, over the 16384-byte"):
+    with pytest.raises(
+        ConfigError,
+        match=r"benchmarks\.results_bucket is not set: the aws startup script is \d+ "
+        r"bytes, over the 16384-byte",
+    ):
         lifecycle.launch(prepared, aws, None, dry_run=True, wh=None, presign=None)
     # S3 results need the bucket too, and say so
-    no_base = parse_settings({"results_bucket": None, "targets": [
-        {"provider": "aws", "region": "us-east-1", "instance_type": "p5.48xlarge", "image_id": "ami-1"}]})
+    no_base = parse_settings(
+        {
+            "results_bucket": None,
+            "targets": [
+                {
+                    "provider": "aws",
+                    "region": "us-east-1",
+                    "instance_type": "p5.48xlarge",
+                    "image_id": "ami-1",
+                }
+            ],
+        }
+    )
     with pytest.raises(ConfigError, match=r"benchmarks\.results_bucket"):
         lifecycle.prepare(no_base, no_base.targets[0].model_dump() | {"key": no_base.targets[0].key}, "run-1")
     # GCP holds the whole script inline: no bucket needed
@@ -156,8 +211,11 @@ def test_no_bucket_is_a_config_error_naming_the_key():
 def test_serving_switch_and_bench_args():
     assert _settings("aws").suite_args() == ["--device=cuda", "--serving"]
     assert _settings("aws", serving=False).suite_args() == ["--device=cuda"]
-    assert _settings("aws", bench_args=["--serving", "--p99-ms=80"]).suite_args() == \
-        ["--device=cuda", "--serving", "--p99-ms=80"]  # never twice
+    assert _settings("aws", bench_args=["--serving", "--p99-ms=80"]).suite_args() == [
+        "--device=cuda",
+        "--serving",
+        "--p99-ms=80",
+    ]  # never twice
     assert payload.may_fetch(_settings("aws")) and not payload.may_fetch(_settings("gcp"))
     assert not payload.may_fetch(_settings("azure", serving=False))
     with pytest.raises(ValueError, match="not a hex SHA-256"):
@@ -176,14 +234,24 @@ def test_every_cleanup_path_deletes_the_bundle(bench_ec2, store, aws_conn, duckd
         return sorted(o["Key"] for o in store.client.list_objects_v2(Bucket=BUCKET).get("Contents", []))
 
     def go(prepared):
-        return lifecycle.launch(prepared, settings, launcher, dry_run=False, wh=duckdb_wh,
-                                presign=make_presign(aws_conn), payloads=store)
+        return lifecycle.launch(
+            prepared,
+            settings,
+            launcher,
+            dry_run=False,
+            wh=duckdb_wh,
+            presign=make_presign(aws_conn),
+            payloads=store,
+        )
 
     # a dry run uploads nothing, and says how the bundle would travel
-    dry = lifecycle.launch(lifecycle.prepare(settings, t, "dry"), settings, None, dry_run=True, wh=duckdb_wh,
-                           presign=None)
+    dry = lifecycle.launch(
+        lifecycle.prepare(settings, t, "dry"), settings, None, dry_run=True, wh=duckdb_wh, presign=None
+    )
     assert dry["user_data_bytes"] <= 16384 and objects() == []
-    [(ev,)] = duckdb_wh.query("SELECT evidence FROM policy_actions WHERE action = 'launch' AND dry_run = ?", [True])
+    [(ev,)] = duckdb_wh.query(
+        "SELECT evidence FROM policy_actions WHERE action = 'launch' AND dry_run = ?", [True]
+    )
     assert json.loads(ev)["payload"] == "fetched" and json.loads(ev)["payload_uploaded"] is False
 
     prepared = lifecycle.prepare(settings, t, "run-1")
@@ -197,8 +265,9 @@ def test_every_cleanup_path_deletes_the_bundle(bench_ec2, store, aws_conn, duckd
     assert _run_payload_step(script, work) == ""  # what EC2 holds fetches and verifies
     assert "finops/gpubench/serving.py" in _tree(work)
     assert objects() == [store.key(bid)]
-    rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None,
-                              payloads=store)
+    rep = lifecycle.terminate(
+        prepared, launcher, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None, payloads=store
+    )
     assert rep.terminated == [iid] and not rep.errors and objects() == []
 
     # the launch call fails after creating the instance: instance and bundle both go
@@ -211,8 +280,10 @@ def test_every_cleanup_path_deletes_the_bundle(bench_ec2, store, aws_conn, duckd
         go(failed)
     client.meta.events.unregister("after-call.ec2.RunInstances", lost_reply)
     assert objects() == []
-    [(ev,)] = duckdb_wh.query("SELECT evidence FROM policy_actions WHERE action = 'launch' AND resource_id = ?",
-                              [failed["bench_run_id"]])
+    [(ev,)] = duckdb_wh.query(
+        "SELECT evidence FROM policy_actions WHERE action = 'launch' AND resource_id = ?",
+        [failed["bench_run_id"]],
+    )
     assert json.loads(ev)["payload_cleanup"] == "deleted"
 
     # the reaper: an expired run's instance and bundle go; a live run's bundle stays until the sweep age
@@ -221,10 +292,23 @@ def test_every_cleanup_path_deletes_the_bundle(bench_ec2, store, aws_conn, duckd
     go(old)
     go(new)
     assert objects() == sorted([store.key(old["bench_run_id"]), store.key(new["bench_run_id"])])
-    out = lifecycle.reap([launcher], dry_run=False, wh=duckdb_wh, run_id="reaper-1", payloads=store,
-                         payload_max_age=timedelta(minutes=30))
+    out = lifecycle.reap(
+        [launcher],
+        dry_run=False,
+        wh=duckdb_wh,
+        run_id="reaper-1",
+        payloads=store,
+        payload_max_age=timedelta(minutes=30),
+    )
     assert len(out["terminated"]) == 1 and not out["errors"] and out["payloads_deleted"] == []
     assert objects() == [store.key(new["bench_run_id"])]
-    swept = lifecycle.reap([launcher], dry_run=False, wh=duckdb_wh, run_id="reaper-2", payloads=store,
-                           payload_max_age=timedelta(0), now=datetime.now(UTC) + timedelta(seconds=1))
+    swept = lifecycle.reap(
+        [launcher],
+        dry_run=False,
+        wh=duckdb_wh,
+        run_id="reaper-2",
+        payloads=store,
+        payload_max_age=timedelta(0),
+        now=datetime.now(UTC) + timedelta(seconds=1),
+    )
     assert swept["payloads_deleted"] == [store.key(new["bench_run_id"])] and objects() == []

@@ -29,12 +29,25 @@ def _spec(settings, run="manual__1", now=NOW) -> tuple[dict, LaunchSpec]:
     targets, _ = lifecycle.plan(settings)
     p = lifecycle.prepare(settings, targets[0], run, now=now)
     t = targets[0]
-    return p, LaunchSpec(p["bench_run_id"], "finops_gpu_benchmark", run, t["region"], t["instance_type"],
-                         t["pricing_model"], "#!/bin/bash\necho bench", now + timedelta(minutes=30), 30)
+    return p, LaunchSpec(
+        p["bench_run_id"],
+        "finops_gpu_benchmark",
+        run,
+        t["region"],
+        t["instance_type"],
+        t["pricing_model"],
+        "#!/bin/bash\necho bench",
+        now + timedelta(minutes=30),
+        30,
+    )
 
 
-LAMBDA_TARGET = {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_h100_sxm5",
-                 "ssh_key_name": "ops"}
+LAMBDA_TARGET = {
+    "provider": "lambda",
+    "region": "us-west-1",
+    "instance_type": "gpu_1x_h100_sxm5",
+    "ssh_key_name": "ops",
+}
 
 
 def _lambda(api, sleeps):
@@ -52,7 +65,11 @@ def test_lambda_launch_find_terminate(bench_lambda_api):
     assert sleeps == [2.0]  # waited what Retry-After said
     body = bench_lambda_api.launch_bodies[0]
     assert body["region_name"] == "us-west-1" and body["instance_type_name"] == "gpu_1x_h100_sxm5"
-    assert body["ssh_key_names"] == ["ops"] and body["quantity"] == 1 and body["user_data"].startswith("#!/bin/bash")
+    assert (
+        body["ssh_key_names"] == ["ops"]
+        and body["quantity"] == 1
+        and body["user_data"].startswith("#!/bin/bash")
+    )
     assert parse_name(body["name"]) == (spec.bench_run_id, datetime(2026, 11, 16, 6, 30, tzinfo=UTC))
     assert {"key": "finops-benchmark", "value": "true"} in body["tags"]
     assert ln.launch(spec) == [iid]  # a retried task finds it instead of launching twice
@@ -88,16 +105,21 @@ def test_reaper_terminates_only_expired_lambda_instances(bench_lambda_api, duckd
     _, fresh = _spec(settings, run="fresh", now=datetime.now(UTC))
     [old_id] = ln.launch(old)
     [fresh_id] = ln.launch(fresh)
-    bench_lambda_api.instances["someone-elses"] = {"id": "someone-elses", "name": "training-run", "status": "active",
-                                                   "region": {"name": "us-west-1"}}
+    bench_lambda_api.instances["someone-elses"] = {
+        "id": "someone-elses",
+        "name": "training-run",
+        "status": "active",
+        "region": {"name": "us-west-1"},
+    }
     dry = lifecycle.reap([ln], dry_run=True, wh=duckdb_wh, run_id="r")
     assert dry["expired"] == [f"lambda:us-west-1:{old_id}"] and dry["terminated"] == []
     assert sorted(bench_lambda_api.alive()) == sorted([old_id, fresh_id, "someone-elses"])
     real = lifecycle.reap([ln], dry_run=False, wh=duckdb_wh, run_id="r")
     assert real["terminated"] == [f"lambda:us-west-1:{old_id}"] and real["kept"] == 1
     assert sorted(bench_lambda_api.alive()) == sorted([fresh_id, "someone-elses"])
-    assert duckdb_wh.query("SELECT result, dry_run FROM policy_actions WHERE action = 'reap' ORDER BY dry_run") == [
-        ("ok", False), ("dry_run", True)]
+    assert duckdb_wh.query(
+        "SELECT result, dry_run FROM policy_actions WHERE action = 'reap' ORDER BY dry_run"
+    ) == [("ok", False), ("dry_run", True)]
 
 
 def test_reaper_counts_an_instance_once_when_two_launchers_list_it(bench_lambda_api, duckdb_wh):
@@ -115,14 +137,22 @@ def test_reaper_counts_an_instance_once_when_two_launchers_list_it(bench_lambda_
     rep = lifecycle.reap([west, east], dry_run=False, wh=duckdb_wh, run_id="r", cap=1)
     assert rep["expired"] == rep["terminated"] == [f"lambda:us-west-1:{old_id}"]
     assert rep["kept"] == 1 and rep["capped"] == [] and not rep["errors"]
-    assert duckdb_wh.query("SELECT resource_id, result FROM policy_actions WHERE action = 'reap'") == [(old_id, "ok")]
+    assert duckdb_wh.query("SELECT resource_id, result FROM policy_actions WHERE action = 'reap'") == [
+        (old_id, "ok")
+    ]
 
 
 # -- GCP ---------------------------------------------------------------------------------------
 
-GCP_TARGET = {"provider": "gcp", "region": "us-central1", "zone": "us-central1-a", "project": "bench-proj",
-              "instance_type": "a3-highgpu-1g", "pricing_model": "spot",
-              "image": "projects/deeplearning-platform-release/global/images/family/pytorch-latest-cu124"}
+GCP_TARGET = {
+    "provider": "gcp",
+    "region": "us-central1",
+    "zone": "us-central1-a",
+    "project": "bench-proj",
+    "instance_type": "a3-highgpu-1g",
+    "pricing_model": "spot",
+    "image": "projects/deeplearning-platform-release/global/images/family/pytorch-latest-cu124",
+}
 
 
 @pytest.fixture
@@ -131,8 +161,10 @@ def gcp_api(httpserver):
     base = "/compute/v1/projects/bench-proj"
 
     def op(name):
-        return Response(json.dumps({"kind": "compute#operation", "name": f"operation-{name}", "status": "RUNNING"}),
-                        content_type="application/json")
+        return Response(
+            json.dumps({"kind": "compute#operation", "name": f"operation-{name}", "status": "RUNNING"}),
+            content_type="application/json",
+        )
 
     def insert(request):
         body = request.get_json()
@@ -145,9 +177,11 @@ def gcp_api(httpserver):
             state["fail_list_once"] = False
             return Response("backend error", status=503)
         want = dict(part.split("=") for part in request.args["filter"].replace("labels.", "").split(" AND "))
-        hits = [i for i in state["instances"].values() if all(i["labels"].get(k) == v for k, v in want.items())]
+        hits = [
+            i for i in state["instances"].values() if all(i["labels"].get(k) == v for k, v in want.items())
+        ]
         page = int(request.args.get("pageToken") or 0)  # one instance per page: exercises paging
-        body: dict = {"items": {"zones/us-central1-a": {"instances": hits[page:page + 1]}}}
+        body: dict = {"items": {"zones/us-central1-a": {"instances": hits[page : page + 1]}}}
         if page + 1 < len(hits):
             body["nextPageToken"] = str(page + 1)
         return Response(json.dumps(body), content_type="application/json")
@@ -158,12 +192,15 @@ def gcp_api(httpserver):
             return Response(json.dumps({"error": {"code": 404, "message": "not found"}}), status=404)
         return op(name)
 
-    httpserver.expect_request(f"{base}/zones/us-central1-a/instances", method="POST").respond_with_handler(insert)
+    httpserver.expect_request(f"{base}/zones/us-central1-a/instances", method="POST").respond_with_handler(
+        insert
+    )
     httpserver.expect_request(f"{base}/aggregated/instances", method="GET").respond_with_handler(aggregated)
     import re
 
-    httpserver.expect_request(re.compile(rf"{base}/zones/us-central1-a/instances/.+"),
-                              method="DELETE").respond_with_handler(delete)
+    httpserver.expect_request(
+        re.compile(rf"{base}/zones/us-central1-a/instances/.+"), method="DELETE"
+    ).respond_with_handler(delete)
     state["base"] = httpserver.url_for("/compute/v1")
     return state
 
@@ -175,9 +212,13 @@ def test_gcp_insert_find_delete(gcp_api):
     [iid] = ln.launch(spec)
     request_id, body = gcp_api["inserts"][0]
     assert request_id and len(request_id) == 36  # UUID requestId: a retried insert is idempotent
-    assert body["scheduling"] == {"provisioningModel": "SPOT", "instanceTerminationAction": "DELETE",
-                                  "maxRunDuration": {"seconds": "1800"}, "onHostMaintenance": "TERMINATE",
-                                  "automaticRestart": False}
+    assert body["scheduling"] == {
+        "provisioningModel": "SPOT",
+        "instanceTerminationAction": "DELETE",
+        "maxRunDuration": {"seconds": "1800"},
+        "onHostMaintenance": "TERMINATE",
+        "automaticRestart": False,
+    }
     assert body["metadata"]["items"] == [{"key": "startup-script", "value": "#!/bin/bash\necho bench"}]
     assert body["labels"]["finops-benchmark"] == "true"
     assert body["labels"]["finops-expires-at"] == str(int(spec.expires_at.timestamp()))
@@ -192,13 +233,24 @@ def test_gcp_insert_find_delete(gcp_api):
 
 # -- Azure -------------------------------------------------------------------------------------
 
-AZ_TARGET = {"provider": "azure", "region": "eastus", "instance_type": "Standard_NC40ads_H100_v5",
-             "pricing_model": "spot", "subscription_id": "0000-sub", "resource_group": "bench-rg",
-             "subnet_id": "/subscriptions/0000-sub/resourceGroups/net/providers/Microsoft.Network/"
-                          "virtualNetworks/vn/subnets/default",
-             "ssh_public_key": "ssh-ed25519 AAAAC3Nza finops", "identity_id": "/subscriptions/0000-sub/id",
-             "image_reference": {"publisher": "microsoft-dsvm", "offer": "ubuntu-hpc", "sku": "2204",
-                                 "version": "latest"}}
+AZ_TARGET = {
+    "provider": "azure",
+    "region": "eastus",
+    "instance_type": "Standard_NC40ads_H100_v5",
+    "pricing_model": "spot",
+    "subscription_id": "0000-sub",
+    "resource_group": "bench-rg",
+    "subnet_id": "/subscriptions/0000-sub/resourceGroups/net/providers/Microsoft.Network/"
+    "virtualNetworks/vn/subnets/default",
+    "ssh_public_key": "ssh-ed25519 AAAAC3Nza finops",
+    "identity_id": "/subscriptions/0000-sub/id",
+    "image_reference": {
+        "publisher": "microsoft-dsvm",
+        "offer": "ubuntu-hpc",
+        "sku": "2204",
+        "version": "latest",
+    },
+}
 
 
 @pytest.fixture
@@ -212,14 +264,18 @@ def azure_api(httpserver):
         name = request.path.rsplit("/", 1)[-1]
         body = request.get_json()
         state["puts"].append((request.args.get("api-version"), body))
-        state["vms"][name] = {"name": name, "location": body["location"], "tags": body["tags"],
-                              "properties": {"provisioningState": "Creating"}}
+        state["vms"][name] = {
+            "name": name,
+            "location": body["location"],
+            "tags": body["tags"],
+            "properties": {"provisioningState": "Creating"},
+        }
         return Response(json.dumps(state["vms"][name]), status=201, content_type="application/json")
 
     def listing(request):
         names = sorted(state["vms"])
         skip = int(request.args.get("$skiptoken") or 0)
-        body: dict = {"value": [state["vms"][n] for n in names[skip:skip + 1]]}
+        body: dict = {"value": [state["vms"][n] for n in names[skip : skip + 1]]}
         if skip + 1 < len(names):
             body["nextLink"] = httpserver.url_for(vms) + f"?api-version=2024-07-01&$skiptoken={skip + 1}"
         return Response(json.dumps(body), content_type="application/json")
@@ -247,13 +303,17 @@ def test_azure_create_find_delete(azure_api):
     assert base64.b64decode(props["osProfile"]["customData"]).decode() == spec.user_data
     assert (props["priority"], props["evictionPolicy"]) == ("Spot", "Delete")
     assert props["storageProfile"]["osDisk"]["deleteOption"] == "Delete"
-    assert props["networkProfile"]["networkInterfaceConfigurations"][0]["properties"]["deleteOption"] == "Delete"
+    assert (
+        props["networkProfile"]["networkInterfaceConfigurations"][0]["properties"]["deleteOption"] == "Delete"
+    )
     assert body["tags"]["finops:bench-run-id"] == spec.bench_run_id
     assert body["identity"]["type"] == "UserAssigned"
     azure_api["vms"]["someone-elses"] = {"name": "someone-elses", "location": "eastus", "tags": {}}
     _, other = _spec(settings, run="manual__2")
     ln.launch(other)
-    assert sorted(i.bench_run_id for i in ln.find()) == sorted([spec.bench_run_id, other.bench_run_id])  # 3 pages
+    assert sorted(i.bench_run_id for i in ln.find()) == sorted(
+        [spec.bench_run_id, other.bench_run_id]
+    )  # 3 pages
     rep = lifecycle.terminate(prepared, ln, dry_run=False, wh=None, poll_s=0.01, sleep=lambda s: None)
     assert rep.terminated == [name] and "someone-elses" in azure_api["vms"]
 
@@ -265,20 +325,29 @@ def test_scheduled_dry_reaper_still_ends_what_a_live_run_launched(bench_lambda_a
     settings, ln = _lambda(bench_lambda_api, [])
     ln.max_running = 10
     live_prepared, _ = _spec(settings, run="manual__live", now=NOW - timedelta(hours=3))
-    out = lifecycle.launch(live_prepared, settings, ln, dry_run=False, wh=duckdb_wh,
-                           presign=lambda uri, seconds: f"https://results.example/put?expires={seconds}")
+    out = lifecycle.launch(
+        live_prepared,
+        settings,
+        ln,
+        dry_run=False,
+        wh=duckdb_wh,
+        presign=lambda uri, seconds: f"https://results.example/put?expires={seconds}",
+    )
     [live_id] = out["instance_ids"]
     _, other = _spec(settings, run="manual__other", now=NOW - timedelta(hours=3))
     [other_id] = ln.launch(other)  # tagged and expired, but no live launch in the audit log
 
     by_hand = lifecycle.reap([ln], dry_run=True, wh=duckdb_wh, run_id="manual")
     assert by_hand["terminated"] == [] and sorted(bench_lambda_api.alive()) == sorted([live_id, other_id])
-    safety_net = lifecycle.reap([ln], dry_run=True, wh=duckdb_wh, run_id="scheduled", clean_live_launches=True)
+    safety_net = lifecycle.reap(
+        [ln], dry_run=True, wh=duckdb_wh, run_id="scheduled", clean_live_launches=True
+    )
     assert safety_net["terminated"] == [f"lambda:us-west-1:{live_id}"]
     assert bench_lambda_api.alive() == [other_id]
-    assert duckdb_wh.query("SELECT resource_id, result, dry_run FROM policy_actions WHERE action = 'reap' "
-                           "AND run_id = 'scheduled' ORDER BY result") == [(other_id, "dry_run", True),
-                                                                           (live_id, "ok", False)]
+    assert duckdb_wh.query(
+        "SELECT resource_id, result, dry_run FROM policy_actions WHERE action = 'reap' "
+        "AND run_id = 'scheduled' ORDER BY result"
+    ) == [(other_id, "dry_run", True), (live_id, "ok", False)]
 
 
 def test_a_retried_lambda_launch_does_not_adopt_the_instance_its_cleanup_ended(bench_lambda_api, duckdb_wh):
@@ -301,8 +370,9 @@ def test_a_retried_lambda_launch_does_not_adopt_the_instance_its_cleanup_ended(b
     [fresh] = out["instance_ids"]
     assert fresh != ended and bench_lambda_api.instances[fresh]["status"] == "booting"
     assert len(bench_lambda_api.launch_bodies) == 2
-    rows = duckdb_wh.query("SELECT action, result, reason FROM policy_actions WHERE action = 'launch' "
-                           "ORDER BY created_at")
+    rows = duckdb_wh.query(
+        "SELECT action, result, reason FROM policy_actions WHERE action = 'launch' ORDER BY created_at"
+    )
     assert [r[:2] for r in rows] == [("launch", "failed"), ("launch", "ok")] and ended not in rows[1][2]
 
 
@@ -313,7 +383,9 @@ def test_a_retried_azure_launch_does_not_adopt_a_vm_being_deleted(azure_api):
     ln = AzureLauncher(RestClient(azure_api["base"], "tok", sleep=lambda s: None), settings.targets[0])
     _, spec = _spec(settings)
     [name] = ln.launch(spec)
-    azure_api["vms"][name]["properties"]["provisioningState"] = "Deleting"  # the cleanup's DELETE, in progress
+    azure_api["vms"][name]["properties"]["provisioningState"] = (
+        "Deleting"  # the cleanup's DELETE, in progress
+    )
     assert ln.launch(spec) == [name]
     assert len(azure_api["puts"]) == 2  # created again, not adopted
     assert azure_api["vms"][name]["properties"]["provisioningState"] == "Creating"

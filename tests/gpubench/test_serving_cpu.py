@@ -43,12 +43,38 @@ def serving_doc(tmp_path_factory) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "FINOPS"))}
     env["PYTHONPATH"] = str(root)
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "finops.gpubench", "--json", str(out), "--device", "cpu",
-         "--sections", "serving", "--threads", "1", "--p99-ms", "decoder=1e-6", "--context", "provider=lambda"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120)
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "finops.gpubench",
+            "--json",
+            str(out),
+            "--device",
+            "cpu",
+            "--sections",
+            "serving",
+            "--threads",
+            "1",
+            "--p99-ms",
+            "decoder=1e-6",
+            "--context",
+            "provider=lambda",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
-    assert not any(m == "airflow" or m.startswith(("airflow.", "finops.warehouse", "pydantic")) for m in imported)
+    imported = {
+        line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert not any(
+        m == "airflow" or m.startswith(("airflow.", "finops.warehouse", "pydantic")) for m in imported
+    )
     return json.loads(out.read_text())
 
 
@@ -57,7 +83,12 @@ def test_cpu_serving_document_is_valid_and_complete(serving_doc):
     sv = doc["serving"]
     assert doc["sections"]["serving"]["status"] == "ok" and doc["results"] == []
     got = {(r["model"], r["dtype"], r["batch"]) for r in sv["rows"]}
-    assert got == {("resnet50", "fp32", 1), ("resnet50", "fp32", 4), ("decoder", "fp32", 1), ("decoder", "fp32", 4)}
+    assert got == {
+        ("resnet50", "fp32", 1),
+        ("resnet50", "fp32", 4),
+        ("decoder", "fp32", 1),
+        ("decoder", "fp32", 4),
+    }
     for r in sv["rows"]:
         assert r["p50_ms"] <= r["p95_ms"] <= r["p99_ms"] <= r["max_ms"] and r["requests_per_s"] > 0
         assert r["samples"] >= SIZES["cpu"].min_iters or r["truncated"]
@@ -85,10 +116,16 @@ def test_payload_ships_serving_only_when_asked():
     url = "https://bench-results.s3.amazonaws.com/x.json?X-Amz-Signature=" + "a" * 600
     plain = render(upload=presigned_put_upload(url), ttl_minutes=45, bench_args=["--quick"], context={})
     assert len(plain.encode()) < USER_DATA_LIMIT  # the weekly training run still fits EC2 user data
-    with_serving = render(upload=presigned_put_upload(url), ttl_minutes=45, bench_args=["--serving"], context={})
+    with_serving = render(
+        upload=presigned_put_upload(url), ttl_minutes=45, bench_args=["--serving"], context={}
+    )
     assert len(with_serving.encode()) > len(plain.encode())
     names = tarfile.open(fileobj=io.BytesIO(base64.b64decode(bench_payload(True))), mode="r:gz").getnames()
-    assert {"finops/gpubench/serving.py", "finops/gpubench/latency.py", "finops/gpubench/serving_config.py"} <= set(names)
+    assert {
+        "finops/gpubench/serving.py",
+        "finops/gpubench/latency.py",
+        "finops/gpubench/serving_config.py",
+    } <= set(names)
 
 
 def test_kv_cache_decoding_matches_full_recompute():
@@ -103,7 +140,7 @@ def test_kv_cache_decoding_matches_full_recompute():
             logits = dec.step(seq, dec.new_cache(3, torch.float32, CPU), 0)
             seq = torch.cat([seq, logits.argmax(-1, keepdim=True)], dim=1)
     assert fast.shape == (3, s.tokens_out)
-    assert torch.equal(fast, seq[:, s.tokens_in:])
+    assert torch.equal(fast, seq[:, s.tokens_in :])
 
 
 @pytest.mark.parametrize("mode, tolerance", [("int8", 0.02), ("fp8", 0.08)])
@@ -144,15 +181,18 @@ def test_skip_reasons_on_cpu():
     assert "GPUs only" in serving.skip_reason("decoder", "fp8", CPU)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--batches", "0"], "batch sizes must be integers >= 1"),
-    (["--batches=-4,8"], "batch sizes must be integers >= 1"),
-    (["--p99-ms", "0"], "P99 target for resnet50 must be > 0 ms"),
-    (["--p99-ms", "decoder=-5"], "P99 target for decoder must be > 0 ms"),
-    (["--serving-dtypes", "int4"], "unknown serving dtypes"),
-    (["--serving-models", "bert"], "unknown serving models"),
-    (["--tokens-out", "0"], "tokens_in and tokens_out must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--batches", "0"], "batch sizes must be integers >= 1"),
+        (["--batches=-4,8"], "batch sizes must be integers >= 1"),
+        (["--p99-ms", "0"], "P99 target for resnet50 must be > 0 ms"),
+        (["--p99-ms", "decoder=-5"], "P99 target for decoder must be > 0 ms"),
+        (["--serving-dtypes", "int4"], "unknown serving dtypes"),
+        (["--serving-models", "bert"], "unknown serving models"),
+        (["--tokens-out", "0"], "tokens_in and tokens_out must be >= 1"),
+    ],
+)
 def test_command_line_refuses_bad_serving_inputs(tmp_path, capsys, args, message):
     out = tmp_path / "r.json"
     assert bench_main(["--json", str(out), "--device", "cpu", "--sections", "serving", *args]) == 2
@@ -163,15 +203,34 @@ def test_gpu_script_quick_cpu_mode(tmp_path):
     """bench/serving_gpu.sh as the lead runs it on a GPU machine, in its CPU mode."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "FINOPS"))}
     env.update(PYTHON=sys.executable, OUT=str(tmp_path))
-    proc = subprocess.run(["bash", str(REPO / "bench" / "serving_gpu.sh"), "--quick", "--device", "cpu",
-                           "--budget-s", "2", "--price-per-hour", "3.60", "--price-label", "test"],
-                          env=env, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            "bash",
+            str(REPO / "bench" / "serving_gpu.sh"),
+            "--quick",
+            "--device",
+            "cpu",
+            "--budget-s",
+            "2",
+            "--price-per-hour",
+            "3.60",
+            "--price-label",
+            "test",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     doc = validate(json.loads((tmp_path / "serving.json").read_text()))
     md = (tmp_path / "serving.md").read_text()
     assert "| model | dtype | batch |" in md and "$/1k req" in md and "Best batch under the P99 target" in md
-    assert len(doc["serving"]["rows"]) == sum(f"| {r['model']} | fp32 | {r['batch']} |" in md
-                                              for r in doc["serving"]["rows"]) > 0
+    assert (
+        len(doc["serving"]["rows"])
+        == sum(f"| {r['model']} | fp32 | {r['batch']} |" in md for r in doc["serving"]["rows"])
+        > 0
+    )
     assert "serving point" in (tmp_path / "serving.log").read_text()
 
 

@@ -63,15 +63,20 @@ def test_warmup_is_discarded_and_each_sample_is_synchronised():
 def test_the_deadline_stops_after_min_iters_only():
     dev = FakeDevice([0.5] * 10)
     left = iter([10.0, 0.1, 0.1, 0.1, 0.1])  # asked before each sample beyond min_iters
-    lat = measure_latencies(dev.run, sync=dev.sync, clock=dev.clock, warmup=0, iters=10, min_iters=2,
-                            time_left=lambda: next(left))
+    lat = measure_latencies(
+        dev.run, sync=dev.sync, clock=dev.clock, warmup=0, iters=10, min_iters=2, time_left=lambda: next(left)
+    )
     # samples 1-2 are owed (min_iters); at 3 the 10 s left hold one more 0.5 s batch; at 4, 0.1 s does not
     assert len(lat.samples_s) == 3 and lat.truncated
 
 
 def test_bad_measurement_arguments():
     dev = FakeDevice([0.1])
-    for kw in ({"warmup": -1, "iters": 1}, {"warmup": 0, "iters": 0}, {"warmup": 0, "iters": 1, "min_iters": 0}):
+    for kw in (
+        {"warmup": -1, "iters": 1},
+        {"warmup": 0, "iters": 0},
+        {"warmup": 0, "iters": 1, "min_iters": 0},
+    ):
         with pytest.raises(ValueError):
             measure_latencies(dev.run, sync=dev.sync, clock=dev.clock, **kw)
 
@@ -82,14 +87,42 @@ def _lat(*ms: float) -> Latencies:
 
 def test_point_rows_and_the_best_batch_under_the_target():
     # batch 1: 10 ms each -> 100 req/s; batch 8: 40 ms -> 200 req/s; batch 32: 150 ms P99 -> 213 req/s
-    rows = [point_row("decoder", "bf16", 1, _lat(10, 10, 10, 10), p99_target_ms=100, peak_memory_bytes=1,
-                      tokens_in=16, tokens_out=4),
-            point_row("decoder", "bf16", 8, _lat(40, 40, 40, 40), p99_target_ms=100, peak_memory_bytes=2,
-                      tokens_in=16, tokens_out=4),
-            point_row("decoder", "bf16", 32, _lat(150, 150, 150, 150), p99_target_ms=100, peak_memory_bytes=3,
-                      tokens_in=16, tokens_out=4)]
+    rows = [
+        point_row(
+            "decoder",
+            "bf16",
+            1,
+            _lat(10, 10, 10, 10),
+            p99_target_ms=100,
+            peak_memory_bytes=1,
+            tokens_in=16,
+            tokens_out=4,
+        ),
+        point_row(
+            "decoder",
+            "bf16",
+            8,
+            _lat(40, 40, 40, 40),
+            p99_target_ms=100,
+            peak_memory_bytes=2,
+            tokens_in=16,
+            tokens_out=4,
+        ),
+        point_row(
+            "decoder",
+            "bf16",
+            32,
+            _lat(150, 150, 150, 150),
+            p99_target_ms=100,
+            peak_memory_bytes=3,
+            tokens_in=16,
+            tokens_out=4,
+        ),
+    ]
     assert rows[0]["requests_per_s"] == pytest.approx(100.0)
-    assert rows[1]["requests_per_s"] == pytest.approx(200.0) and rows[1]["output_tokens_per_s"] == pytest.approx(800.0)
+    assert rows[1]["requests_per_s"] == pytest.approx(200.0) and rows[1][
+        "output_tokens_per_s"
+    ] == pytest.approx(800.0)
     assert [r["meets_p99"] for r in rows] == [True, True, False]
     assert best_under_target(rows, 100)["batch"] == 8
     assert best_under_target(rows, 200)["batch"] == 32

@@ -12,16 +12,36 @@ import pytest
 from finops.gpubench import serving_store, store
 from finops.gpubench.fleet import Traffic
 
-TARGET = {"provider": "lambda", "region": "us-west-1", "instance_type": "gpu_1x_h100_sxm5",
-          "pricing_model": "ondemand", "gpu_count": 1}
+TARGET = {
+    "provider": "lambda",
+    "region": "us-west-1",
+    "instance_type": "gpu_1x_h100_sxm5",
+    "pricing_model": "ondemand",
+    "gpu_count": 1,
+}
 
 
 def _row(model, dtype, batch, rps, p99, tokens_out=None):
-    return {"model": model, "dtype": dtype, "batch": batch, "requests_per_s": rps,
-            "output_tokens_per_s": rps * tokens_out if tokens_out else None, "tokens_in": 512 if tokens_out else None,
-            "tokens_out": tokens_out, "p50_ms": p99 / 2, "p95_ms": p99 * 0.9, "p99_ms": p99, "mean_ms": p99 / 2,
-            "min_ms": 1.0, "max_ms": p99, "samples": 100, "warmup": 3, "truncated": False,
-            "peak_memory_bytes": 2**30, "meets_p99": True}
+    return {
+        "model": model,
+        "dtype": dtype,
+        "batch": batch,
+        "requests_per_s": rps,
+        "output_tokens_per_s": rps * tokens_out if tokens_out else None,
+        "tokens_in": 512 if tokens_out else None,
+        "tokens_out": tokens_out,
+        "p50_ms": p99 / 2,
+        "p95_ms": p99 * 0.9,
+        "p99_ms": p99,
+        "mean_ms": p99 / 2,
+        "min_ms": 1.0,
+        "max_ms": p99,
+        "samples": 100,
+        "warmup": 3,
+        "truncated": False,
+        "peak_memory_bytes": 2**30,
+        "meets_p99": True,
+    }
 
 
 @pytest.fixture
@@ -29,20 +49,38 @@ def serving_doc(bench_doc):
     doc = json.loads(json.dumps(bench_doc))
     doc["device"]["count"] = 1
     doc["serving"] = {
-        "method": {"percentiles": "nearest-rank"}, "p99_target_ms": {"resnet50": 100.0, "decoder": 2000.0},
+        "method": {"percentiles": "nearest-rank"},
+        "p99_target_ms": {"resnet50": 100.0, "decoder": 2000.0},
         "models": {"resnet50": {"params": 25_557_032}, "decoder": {"params": 170_000_000}},
-        "rows": [_row("resnet50", "bf16", 1, 400.0, 3.0), _row("resnet50", "bf16", 32, 3000.0, 12.0),
-                 _row("resnet50", "bf16", 128, 3600.0, 120.0),  # over 100 ms: not the pick
-                 _row("decoder", "bf16", 8, 40.0, 250.0, tokens_out=128)],
-        "best": [], "skipped": [{"model": "decoder", "dtype": "fp8", "batch": None, "reason": "needs 8.9"}]}
+        "rows": [
+            _row("resnet50", "bf16", 1, 400.0, 3.0),
+            _row("resnet50", "bf16", 32, 3000.0, 12.0),
+            _row("resnet50", "bf16", 128, 3600.0, 120.0),  # over 100 ms: not the pick
+            _row("decoder", "bf16", 8, 40.0, 250.0, tokens_out=128),
+        ],
+        "best": [],
+        "skipped": [{"model": "decoder", "dtype": "fp8", "batch": None, "reason": "needs 8.9"}],
+    }
     return doc
 
 
 def _price(wh, table, it, price, region="us-west-1"):
-    wh.execute(f"INSERT INTO {table} (provider, region, zone, instance_type, os, price_per_hour, currency, "
-               "observed_at, source, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               ["lambda", region, "", it, "linux", price, "USD", datetime(2026, 11, 20), "test",
-                datetime(2026, 11, 20)])
+    wh.execute(
+        f"INSERT INTO {table} (provider, region, zone, instance_type, os, price_per_hour, currency, "
+        "observed_at, source, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            "lambda",
+            region,
+            "",
+            it,
+            "linux",
+            price,
+            "USD",
+            datetime(2026, 11, 20),
+            "test",
+            datetime(2026, 11, 20),
+        ],
+    )
 
 
 def test_serving_rows_stored_replaced_and_priced(any_wh, serving_doc):
@@ -51,8 +89,12 @@ def test_serving_rows_stored_replaced_and_priced(any_wh, serving_doc):
     store.store_result(any_wh, bench_run_id="s1", dag_run_id="r1", target=TARGET, doc=serving_doc)  # replaces
     assert any_wh.query("SELECT count(*) FROM gpu_serving_benchmarks") == [(4,)]
     rows = serving_store.latest_rows(any_wh)
-    assert [(r["model"], r["batch"]) for r in rows] == [("decoder", 8), ("resnet50", 1), ("resnet50", 32),
-                                                        ("resnet50", 128)]
+    assert [(r["model"], r["batch"]) for r in rows] == [
+        ("decoder", 8),
+        ("resnet50", 1),
+        ("resnet50", 32),
+        ("resnet50", 128),
+    ]
     assert rows[0]["p99_target_ms"] == 2000.0 and rows[0]["tokens_out"] == 128
 
     _price(any_wh, "ondemand_prices", "gpu_1x_h100_sxm5", "3.60")
@@ -62,7 +104,11 @@ def test_serving_rows_stored_replaced_and_priced(any_wh, serving_doc):
     assert m["unmeasured"][0]["instance_type"] == "gpu_1x_a10" and m["unpriced"] == []
     cnn = [r for r in m["rows"] if r["model"] == "resnet50"]
     # best under 100 ms: batch 32 at 3000 req/s; $3.60 / (3600 x 3000) x 1000 = $0.000333..
-    assert (cnn[0]["region"], cnn[0]["batch"], cnn[0]["usd_per_1k_requests"]) == ("us-west-1", 32, Decimal("0.000333"))
+    assert (cnn[0]["region"], cnn[0]["batch"], cnn[0]["usd_per_1k_requests"]) == (
+        "us-west-1",
+        32,
+        Decimal("0.000333"),
+    )
     assert cnn[1]["region"] == "us-east-1" and cnn[1]["usd_per_1k_requests"] == Decimal("0.000417")
     dec = next(r for r in m["rows"] if r["model"] == "decoder" and r["region"] == "us-west-1")
     # 40 req/s x 128 tokens = 5120 tokens/s: $3.60 / 18,432,000 x 1M = $0.195313 per 1M tokens
@@ -73,8 +119,9 @@ def test_serving_rows_stored_replaced_and_priced(any_wh, serving_doc):
     tight = serving_store.matrix(any_wh, {"resnet50": 1.0})
     assert all(r["usd_per_1k_requests"] is None for r in tight["rows"] if r["model"] == "resnet50")
     # fleet over the stored matrix: 1,000 req/s peak 10 h, 200 off-peak 14 h, base carries 200
-    plan = serving_store.advise(m["rows"], "resnet50", Traffic.of(1000, 10, 200, 14, days_per_month=30,
-                                                                  max_utilisation=1))
+    plan = serving_store.advise(
+        m["rows"], "resnet50", Traffic.of(1000, 10, 200, 14, days_per_month=30, max_utilisation=1)
+    )
     assert (plan.base.region, plan.base_count, plan.burst) == ("us-west-1", 1, None)
     assert plan.monthly_cost == Decimal("2592.00")  # 1 x $3.60 x 720 h; 3000 req/s carries the peak alone
 
@@ -103,7 +150,11 @@ def test_migration_names_the_small_profiles():
 
 def test_a_document_without_serving_clears_nothing_else(any_wh, serving_doc, bench_doc):
     store.store_result(any_wh, bench_run_id="s1", dag_run_id="r1", target=TARGET, doc=serving_doc)
-    store.store_result(any_wh, bench_run_id="t1", dag_run_id="r2", target=TARGET, doc=bench_doc)  # training only
+    store.store_result(
+        any_wh, bench_run_id="t1", dag_run_id="r2", target=TARGET, doc=bench_doc
+    )  # training only
     assert any_wh.query("SELECT count(*) FROM gpu_serving_benchmarks") == [(4,)]
-    store.store_result(any_wh, bench_run_id="s1", dag_run_id="r1", target=TARGET, doc=bench_doc)  # re-stored bare
+    store.store_result(
+        any_wh, bench_run_id="s1", dag_run_id="r1", target=TARGET, doc=bench_doc
+    )  # re-stored bare
     assert any_wh.query("SELECT count(*) FROM gpu_serving_benchmarks") == [(0,)]

@@ -26,12 +26,34 @@ def cpu_result(tmp_path_factory) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "FINOPS"))}
     env["PYTHONPATH"] = str(root)  # only the payload: proves the suite needs nothing else of ours
     proc = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "finops.gpubench", "--json", str(out), "--quick", "--device", "cpu",
-         "--threads", "1", "--context", "provider=aws", "--context", "run_id=test"],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-m",
+            "finops.gpubench",
+            "--json",
+            str(out),
+            "--quick",
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--context",
+            "provider=aws",
+            "--context",
+            "run_id=test",
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    imported = {line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    imported = {
+        line.split("|")[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")
+    }
     return {"doc": json.loads(out.read_text()), "imported": imported, "stdout": proc.stdout}
 
 
@@ -56,7 +78,9 @@ def test_cpu_run_is_valid_and_complete(cpu_result):
 
 def test_suite_imports_no_airflow(cpu_result):
     assert not any(m == "airflow" or m.startswith("airflow.") for m in cpu_result["imported"])
-    assert not any(m.startswith(("pydantic", "finops.warehouse", "finops.config")) for m in cpu_result["imported"])
+    assert not any(
+        m.startswith(("pydantic", "finops.warehouse", "finops.config")) for m in cpu_result["imported"]
+    )
 
 
 def test_schema_rejects_bad_documents(cpu_result):
@@ -69,8 +93,9 @@ def test_schema_rejects_bad_documents(cpu_result):
     with pytest.raises(SchemaError, match="schema_version"):
         validate(doc)
     doc = json.loads(json.dumps(cpu_result["doc"]))
-    doc["results"].append({"metric": "matmul_tflops", "dtype": "int4", "value": 1, "unit": "TFLOPS",
-                           "section": "matmul"})
+    doc["results"].append(
+        {"metric": "matmul_tflops", "dtype": "int4", "value": 1, "unit": "TFLOPS", "section": "matmul"}
+    )
     with pytest.raises(SchemaError):
         validate(doc)
     assert RESULT_SCHEMA["properties"]["schema_version"]["const"] == 1
@@ -78,8 +103,12 @@ def test_schema_rejects_bad_documents(cpu_result):
 
 def test_bootstrap_script_fits_user_data_and_is_safe():
     url = "https://bench-results.s3.amazonaws.com/gpu-benchmarks/x.json?X-Amz-Signature=" + "a" * 600
-    script = render(upload=presigned_put_upload(url), ttl_minutes=45, bench_args=["--quick"],
-                    context={"run_id": "manual__2026-11-16T06:00:00+00:00'; rm -rf /", "provider": "aws"})
+    script = render(
+        upload=presigned_put_upload(url),
+        ttl_minutes=45,
+        bench_args=["--quick"],
+        context={"run_id": "manual__2026-11-16T06:00:00+00:00'; rm -rf /", "provider": "aws"},
+    )
     assert len(script.encode()) < USER_DATA_LIMIT
     assert "shutdown -P +45" in script and "timeout 2520 " in script
     # hostile context values stay one shell word

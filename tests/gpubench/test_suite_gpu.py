@@ -16,8 +16,12 @@ pytestmark = [pytest.mark.gpu, pytest.mark.skipif(shutil.which("nvidia-smi") is 
 
 def test_quick_suite_on_cuda(tmp_path):
     out = tmp_path / "gpu.json"
-    proc = subprocess.run([sys.executable, "-m", "finops.gpubench", "--json", str(out), "--quick", "--device", "cuda"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "finops.gpubench", "--json", str(out), "--quick", "--device", "cuda"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = validate(json.loads(out.read_text()))
     got = {(m["metric"], m["dtype"]): m["value"] for m in doc["results"]}

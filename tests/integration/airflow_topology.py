@@ -92,7 +92,9 @@ def sqlalchemy_url(admin_dsn: str, dbname: str) -> str:
     info = conninfo_to_dict(admin_dsn)
     user = quote(info.get("user", "postgres"))
     pw = f":{quote(info['password'])}" if info.get("password") else ""
-    return f"postgresql+psycopg2://{user}{pw}@{info.get('host', '127.0.0.1')}:{info.get('port', 5432)}/{dbname}"
+    return (
+        f"postgresql+psycopg2://{user}{pw}@{info.get('host', '127.0.0.1')}:{info.get('port', 5432)}/{dbname}"
+    )
 
 
 # --------------------------------------------------------------------------- metadata DB
@@ -123,15 +125,29 @@ def create_metadata_db(admin_dsn: str, env: dict[str, str], log_dir: Path) -> st
                 log = log_dir / "db-migrate.log"
                 try:
                     with log.open("wb") as fh:
-                        rc = subprocess.run([*AIRFLOW, "db", "migrate"], env=menv, stdout=fh,
-                                            stderr=subprocess.STDOUT, timeout=300, check=False).returncode
+                        rc = subprocess.run(
+                            [*AIRFLOW, "db", "migrate"],
+                            env=menv,
+                            stdout=fh,
+                            stderr=subprocess.STDOUT,
+                            timeout=300,
+                            check=False,
+                        ).returncode
                     if rc != 0:
-                        raise TopologyError(f"airflow db migrate failed (exit {rc}):\n{log.read_text()[-3000:]}")
+                        raise TopologyError(
+                            f"airflow db migrate failed (exit {rc}):\n{log.read_text()[-3000:]}"
+                        )
                 except BaseException:
                     conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(build)))
                     raise
-                conn.execute(sql.SQL("ALTER DATABASE {} RENAME TO {}").format(sql.Identifier(build), sql.Identifier(tpl)))
-            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(tpl)))
+                conn.execute(
+                    sql.SQL("ALTER DATABASE {} RENAME TO {}").format(
+                        sql.Identifier(build), sql.Identifier(tpl)
+                    )
+                )
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(name), sql.Identifier(tpl))
+            )
         finally:
             conn.execute("SELECT pg_advisory_unlock(hashtextextended('finops.ct.template', 0))")
     return name
@@ -211,7 +227,8 @@ class Topology:
             "AIRFLOW__API__SECRET_KEY": secrets.token_hex(16),
             "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_hex(32),
             "AIRFLOW__CELERY__BROKER_URL": self.redis_url,
-            "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + sqlalchemy_url(self.admin_dsn, self.db_name or "postgres"),
+            "AIRFLOW__CELERY__RESULT_BACKEND": "db+"
+            + sqlalchemy_url(self.admin_dsn, self.db_name or "postgres"),
             "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(self.worker_concurrency),
             "AIRFLOW__CELERY__WORKER_LOG_SERVER_PORT": str(free_port()),
             "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
@@ -258,10 +275,18 @@ class Topology:
             self.services[name] = procs.start(name, argv, env=self.env, cwd=REPO, log_dir=self.log_dir)
         self.start_worker()
         deadline = t0 + timeout
-        procs.wait_until("the api-server to answer /api/v2/monitor/health", self._api_up,
-                         max(5.0, deadline - time.monotonic()), on_timeout=self.diagnostics)
-        procs.wait_until("scheduler, dag-processor and triggerer to report healthy", self._all_healthy,
-                         max(5.0, deadline - time.monotonic()), on_timeout=self.diagnostics)
+        procs.wait_until(
+            "the api-server to answer /api/v2/monitor/health",
+            self._api_up,
+            max(5.0, deadline - time.monotonic()),
+            on_timeout=self.diagnostics,
+        )
+        procs.wait_until(
+            "scheduler, dag-processor and triggerer to report healthy",
+            self._all_healthy,
+            max(5.0, deadline - time.monotonic()),
+            on_timeout=self.diagnostics,
+        )
         self.timings["services_up_s"] = time.monotonic() - t0
         return self
 
@@ -275,17 +300,34 @@ class Topology:
         name = f"worker-{n}"
         w = procs.start(
             name,
-            [*AIRFLOW, "celery", "worker", "-q", self.queue, "-c", str(self.worker_concurrency),
-             "-H", f"ct{n}-{self.queue}@%h", "--without-mingle", "--without-gossip"],
-            env=self.env, cwd=REPO, log_dir=self.log_dir,
+            [
+                *AIRFLOW,
+                "celery",
+                "worker",
+                "-q",
+                self.queue,
+                "-c",
+                str(self.worker_concurrency),
+                "-H",
+                f"ct{n}-{self.queue}@%h",
+                "--without-mingle",
+                "--without-gossip",
+            ],
+            env=self.env,
+            cwd=REPO,
+            log_dir=self.log_dir,
         )
         self.workers.append(w)
         self.services[name] = w
         return w
 
     def wait_worker_ready(self, worker: procs.ServiceProcess, timeout: float = 90.0) -> None:
-        procs.wait_until(f"{worker.name} to report ready", lambda: " ready." in worker.log_tail(200_000),
-                         timeout, on_timeout=self.diagnostics)
+        procs.wait_until(
+            f"{worker.name} to report ready",
+            lambda: " ready." in worker.log_tail(200_000),
+            timeout,
+            on_timeout=self.diagnostics,
+        )
 
     def stop(self) -> list[str]:
         """Stop every service (SIGTERM then SIGKILL per group), drop the database and broker keys.
@@ -340,7 +382,9 @@ class Topology:
             if not svc.alive():
                 raise TopologyError(f"{svc.name} exited (rc={svc.popen.returncode}):\n{svc.log_tail()}")
         h = requests.get(f"{self.api_url}/api/v2/monitor/health", timeout=3).json()
-        return all((h.get(k) or {}).get("status") == "healthy" for k in ("scheduler", "triggerer", "dag_processor"))
+        return all(
+            (h.get(k) or {}).get("status") == "healthy" for k in ("scheduler", "triggerer", "dag_processor")
+        )
 
     def diagnostics(self) -> str:
         parts = []
@@ -352,8 +396,11 @@ class Topology:
     # -- REST API ----------------------------------------------------------------------
     def token(self, refresh: bool = False) -> str:
         if self._token is None or refresh:
-            r = requests.post(f"{self.api_url}/auth/token",
-                              json={"username": ADMIN_USER, "password": self.password}, timeout=10)
+            r = requests.post(
+                f"{self.api_url}/auth/token",
+                json={"username": ADMIN_USER, "password": self.password},
+                timeout=10,
+            )
             if r.status_code not in (200, 201):
                 raise TopologyError(f"/auth/token answered {r.status_code}: {r.text[:300]}")
             self._token = r.json()["access_token"]
@@ -362,8 +409,9 @@ class Topology:
     def api(self, method: str, path: str, **kw: Any) -> Any:
         url = f"{self.api_url}/api/v2{path}"
         for attempt in range(2):
-            r = requests.request(method, url, headers={"Authorization": f"Bearer {self.token(attempt > 0)}"},
-                                 timeout=30, **kw)
+            r = requests.request(
+                method, url, headers={"Authorization": f"Bearer {self.token(attempt > 0)}"}, timeout=30, **kw
+            )
             if r.status_code != 401:
                 break
         if r.status_code >= 400:
@@ -383,8 +431,9 @@ class Topology:
             except TopologyError:
                 return None
 
-        return procs.wait_until(f"DAG {dag_id} to be parsed", parsed, timeout, interval=1.0,
-                                on_timeout=self.diagnostics)
+        return procs.wait_until(
+            f"DAG {dag_id} to be parsed", parsed, timeout, interval=1.0, on_timeout=self.diagnostics
+        )
 
     def unpause(self, dag_id: str) -> None:
         self.api("PATCH", f"/dags/{dag_id}", json={"is_paused": False})
@@ -398,7 +447,8 @@ class Topology:
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict]:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", params={"limit": 100})[
-            "task_instances"]
+            "task_instances"
+        ]
 
     def wait_run(self, dag_id: str, run_id: str, timeout: float) -> str:
         def done():
@@ -407,16 +457,21 @@ class Topology:
 
         def explain() -> str:
             tis = self.task_instances(dag_id, run_id)
-            lines = [f"{t['task_id']}[{t.get('map_index')}] {t['state']} try={t.get('try_number')}" for t in tis]
+            lines = [
+                f"{t['task_id']}[{t.get('map_index')}] {t['state']} try={t.get('try_number')}" for t in tis
+            ]
             return "\n".join(lines) + "\n" + self.diagnostics()
 
-        return procs.wait_until(f"{dag_id} run {run_id} to finish", done, timeout, interval=1.0, on_timeout=explain)
+        return procs.wait_until(
+            f"{dag_id} run {run_id} to finish", done, timeout, interval=1.0, on_timeout=explain
+        )
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1) -> str:
         r = requests.get(
             f"{self.api_url}/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}",
             params={"map_index": map_index, "full_content": "true"},
-            headers={"Authorization": f"Bearer {self.token()}", "Accept": "text/plain"}, timeout=30,
+            headers={"Authorization": f"Bearer {self.token()}", "Accept": "text/plain"},
+            timeout=30,
         )
         return r.text
 

@@ -94,7 +94,12 @@ def start(name: str, argv: list[str], *, env: dict[str, str], cwd: Path, log_dir
     fh = log_path.open("ab")
     try:
         popen = subprocess.Popen(  # noqa: S603 - argv built by the test, no shell
-            argv, env=env, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            argv,
+            env=env,
+            cwd=cwd,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
     finally:

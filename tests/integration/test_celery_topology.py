@@ -36,16 +36,36 @@ PRICES_ONDEMAND = [("azure", 6), ("gcp", 38), ("lambda", 6)]
 
 
 @pytest.fixture
-def ct_finops_config(tmp_path, pg_conn_id, awsb_bucket, prices_azure, prices_gcp, prices_lambda,
-                     prices_lambda_conn, monkeypatch):
+def ct_finops_config(
+    tmp_path,
+    pg_conn_id,
+    awsb_bucket,
+    prices_azure,
+    prices_gcp,
+    prices_lambda,
+    prices_lambda_conn,
+    monkeypatch,
+):
     """finops.yaml for the deployment: two AWS sources in moto, price emulators, PG warehouse."""
     g = urlsplit(prices_gcp.base)
-    monkeypatch.setenv("AIRFLOW_CONN_FINOPS_GCP_PRICES",
-                       json.dumps({"conn_type": "http", "host": g.hostname, "port": g.port, "schema": "http"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FINOPS_GCP_PRICES",
+        json.dumps({"conn_type": "http", "host": g.hostname, "port": g.port, "schema": "http"}),
+    )
     cfg = {
         "warehouse": {"conn_id": pg_conn_id.conn_id, "schema": pg_conn_id.schema},
-        "sources": {"aws": [{"name": n, "conn_id": "aws_default", "bucket": awsb_bucket.name, "prefix": p,
-                             "format": "cur2"} for n, p in SOURCES.items()]},
+        "sources": {
+            "aws": [
+                {
+                    "name": n,
+                    "conn_id": "aws_default",
+                    "bucket": awsb_bucket.name,
+                    "prefix": p,
+                    "format": "cur2",
+                }
+                for n, p in SOURCES.items()
+            ]
+        },
         "prices": {
             "aws": {"enabled": False},  # moto's spot history is a one-price stub: covered by Stubber tests
             "azure": {"base_url": prices_azure.base + "/api/retail/prices", "regions": ["eastus", "westus2"]},
@@ -63,10 +83,15 @@ def _partition(wh_conn, source: str) -> tuple[int, Decimal, list[str]]:
     """Rows, BilledCost and the distinct load ids of one (source, PERIOD) partition."""
     n, billed = wh_conn.execute(
         "SELECT count(*), coalesce(sum(billed_cost), 0) FROM focus_costs WHERE x_source = %s AND x_billing_period = %s",
-        [source, PERIOD]).fetchone()
-    ids = [r[0] for r in wh_conn.execute(
-        "SELECT DISTINCT x_load_id FROM focus_costs WHERE x_source = %s AND x_billing_period = %s",
-        [source, PERIOD]).fetchall()]
+        [source, PERIOD],
+    ).fetchone()
+    ids = [
+        r[0]
+        for r in wh_conn.execute(
+            "SELECT DISTINCT x_load_id FROM focus_costs WHERE x_source = %s AND x_billing_period = %s",
+            [source, PERIOD],
+        ).fetchall()
+    ]
     return n, Decimal(billed).quantize(CENT), ids
 
 
@@ -78,7 +103,9 @@ def _check_partition(wh_conn, source: str, delivery) -> tuple[int, Decimal, list
     assert billed == delivery.totals.billed_total.quantize(CENT), (source, billed)
     latest, rows = wh_conn.execute(
         "SELECT load_id, row_count FROM load_log WHERE source = %s AND billing_period = %s AND status = 'loaded' "
-        "ORDER BY finished_at DESC LIMIT 1", [source, PERIOD]).fetchone()
+        "ORDER BY finished_at DESC LIMIT 1",
+        [source, PERIOD],
+    ).fetchone()
     assert ids == [latest], (source, ids, latest)
     assert n == rows >= delivery.totals.rows, (source, n, rows)  # FOCUS splits some fee lines in two
     return got
@@ -88,15 +115,18 @@ def _load_tis(topo, run_id: str) -> list[dict]:
     return [t for t in topo.task_instances("finops_billing_aws", run_id) if t["task_id"] == "load_partition"]
 
 
-def test_dags_on_celery_and_a_killed_worker_loses_no_cost(ct_topology, ct_finops_config, pg_conn_id,
-                                                          awsb_deliver, request):
+def test_dags_on_celery_and_a_killed_worker_loses_no_cost(
+    ct_topology, ct_finops_config, pg_conn_id, awsb_deliver, request
+):
     from finops.demo.cur_generator import GenSpec
     from finops.warehouse.postgres_wh import PostgresWarehouse
 
     # The warehouse schema exists before the deployment starts (as a DBA would do it).
     PostgresWarehouse.from_dsn(pg_conn_id.dsn, schema=pg_conn_id.schema).migrate()
-    deliveries = {name: awsb_deliver(GenSpec(period=PERIOD, rows=2000, seed=7 + i), prefix=prefix)
-                  for i, (name, prefix) in enumerate(SOURCES.items())}
+    deliveries = {
+        name: awsb_deliver(GenSpec(period=PERIOD, rows=2000, seed=7 + i), prefix=prefix)
+        for i, (name, prefix) in enumerate(SOURCES.items())
+    }
 
     topo = ct_topology({"FINOPS_CONFIG": str(ct_finops_config)})
     topo.wait_worker_ready(topo.workers[0])
@@ -128,14 +158,21 @@ def test_dags_on_celery_and_a_killed_worker_loses_no_cost(ct_topology, ct_finops
         assert got == expected, table
     allocated = wh.execute(
         "SELECT coalesce(sum(total_cost), 0) FROM chargeback_monthly WHERE billing_period = %s AND cost_view = 'billed'",
-        [PERIOD]).fetchone()[0]
-    assert Decimal(allocated).quantize(CENT) == sum(d.totals.billed_total for d in deliveries.values()).quantize(CENT)
+        [PERIOD],
+    ).fetchone()[0]
+    assert Decimal(allocated).quantize(CENT) == sum(
+        d.totals.billed_total for d in deliveries.values()
+    ).quantize(CENT)
 
     # ---- 2. kill the worker in the middle of a restatement load of main-payer
     before = first["main-payer"]
-    restated = awsb_deliver(GenSpec(period=PERIOD, rows=1700, seed=7, restatement=1), prefix=SOURCES["main-payer"])
+    restated = awsb_deliver(
+        GenSpec(period=PERIOD, rows=1700, seed=7, restatement=1), prefix=SOURCES["main-payer"]
+    )
     assert restated.totals.billed_total.quantize(CENT) != before[1]
-    gate = psycopg.connect(pg_conn_id.dsn)  # a transaction holding SHARE on load_log: reads pass, inserts wait
+    gate = psycopg.connect(
+        pg_conn_id.dsn
+    )  # a transaction holding SHARE on load_log: reads pass, inserts wait
     try:
         gate.execute(f'LOCK TABLE "{pg_conn_id.schema}".load_log IN SHARE MODE')
         kill_run = topo.trigger("finops_billing_aws", {"billing_period": PERIOD, "source": "main-payer"})
@@ -153,8 +190,13 @@ def test_dags_on_celery_and_a_killed_worker_loses_no_cost(ct_topology, ct_finops
             ).fetchall()
             return (tis[0], rows[0][0]) if rows else None
 
-        ti, orphan_pid = procs.wait_until("load_partition to be running and inside its replace transaction",
-                                          mid_load, 300, interval=1.0, on_timeout=topo.diagnostics)
+        ti, orphan_pid = procs.wait_until(
+            "load_partition to be running and inside its replace transaction",
+            mid_load,
+            300,
+            interval=1.0,
+            on_timeout=topo.diagnostics,
+        )
         assert ti["try_number"] == 1
         old_worker = topo.workers[0]
         old_worker.kill()  # SIGKILL to the worker's process group (+ any escaped descendant)
@@ -165,9 +207,11 @@ def test_dags_on_celery_and_a_killed_worker_loses_no_cost(ct_topology, ct_finops
         gate.close()
 
     # The killed load's transaction dies with its client: nothing of it is visible, ever.
-    procs.wait_until("the killed load's backend to roll back",
-                     lambda: not wh.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [orphan_pid]).fetchone(),
-                     60)
+    procs.wait_until(
+        "the killed load's backend to roll back",
+        lambda: not wh.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s", [orphan_pid]).fetchone(),
+        60,
+    )
     assert _partition(wh, "main-payer") == before
 
     topo.wait_worker_ready(new_worker)
@@ -179,7 +223,9 @@ def test_dags_on_celery_and_a_killed_worker_loses_no_cost(ct_topology, ct_finops
     assert ids != before[2]
     loaded = wh.execute(
         "SELECT count(*) FROM load_log WHERE source = 'main-payer' AND billing_period = %s AND load_id = %s "
-        "AND status = 'loaded'", [PERIOD, ids[0]]).fetchone()[0]
+        "AND status = 'loaded'",
+        [PERIOD, ids[0]],
+    ).fetchone()[0]
     assert loaded == 1  # the killed attempt left no load_log row behind
     assert _partition(wh, "second-payer") == first["second-payer"]  # untouched
     # the fixtures stop every service, drop the metadata DB and the warehouse schema

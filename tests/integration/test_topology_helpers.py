@@ -31,8 +31,9 @@ time.sleep(600)
 
 
 def test_kill_takes_the_whole_tree_even_escaped_children(tmp_path):
-    svc = procs.start("tree", [sys.executable, "-c", _TREE], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
-                      log_dir=tmp_path)
+    svc = procs.start(
+        "tree", [sys.executable, "-c", _TREE], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path, log_dir=tmp_path
+    )
     procs.wait_until("both processes to start", lambda: "child" in svc.log_tail(), 30, interval=0.1)
     assert len(svc.tree()) == 2  # leader + the escaped child, found through the process tree
     svc.kill(signal.SIGKILL)
@@ -42,8 +43,13 @@ def test_kill_takes_the_whole_tree_even_escaped_children(tmp_path):
 
 def test_stop_escalates_when_sigterm_is_ignored(tmp_path):
     code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(600)"
-    svc = procs.start("stubborn", [sys.executable, "-c", code], env={"PATH": "/usr/bin:/bin"}, cwd=tmp_path,
-                      log_dir=tmp_path)
+    svc = procs.start(
+        "stubborn",
+        [sys.executable, "-c", code],
+        env={"PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        log_dir=tmp_path,
+    )
     procs.wait_until("start", lambda: "up" in svc.log_tail(), 30, interval=0.1)
     t = time.monotonic()
     svc.stop(timeout=1.0)

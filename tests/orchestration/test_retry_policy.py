@@ -26,11 +26,17 @@ def test_errors_no_retry_fixes():
     from finops.prices.http import PriceSourceError
 
     refused = HttpError("GET https://api/x: HTTP 403", status=403)  # a 4xx: retryable stays False
-    permanent = [ConfigError("sources.aws: bad"), refused, PriceSourceError("not JSON", status=200),
-                 RefreshError("invalid_grant", retryable=False), NoCredentialsError(),
-                 _client_error("AccessDenied"), _client_error("InvalidClientTokenId"),
-                 ClientAuthenticationError("AADSTS7000215: invalid client secret"),
-                 CredentialUnavailableError("no managed identity endpoint")]
+    permanent = [
+        ConfigError("sources.aws: bad"),
+        refused,
+        PriceSourceError("not JSON", status=200),
+        RefreshError("invalid_grant", retryable=False),
+        NoCredentialsError(),
+        _client_error("AccessDenied"),
+        _client_error("InvalidClientTokenId"),
+        ClientAuthenticationError("AADSTS7000215: invalid client secret"),
+        CredentialUnavailableError("no managed identity endpoint"),
+    ]
     for exc in permanent:
         assert permanent_reason(exc), exc
         decision = PERMANENT_ERRORS.evaluate(exc, try_number=1, max_tries=4)
@@ -44,8 +50,15 @@ def test_errors_a_retry_may_fix_keep_the_retries():
 
     throttled = RetryableHttpError("GET https://api/x: HTTP 429", status=429)
     throttled.retryable = True
-    for exc in [throttled, RefreshError("backend 503", retryable=True), TransportError("reset"),
-                _client_error("Throttling"), _client_error("ExpiredToken"), ConnectionError(), KeyError("bug")]:
+    for exc in [
+        throttled,
+        RefreshError("backend 503", retryable=True),
+        TransportError("reset"),
+        _client_error("Throttling"),
+        _client_error("ExpiredToken"),
+        ConnectionError(),
+        KeyError("bug"),
+    ]:
         assert permanent_reason(exc) is None, exc
         assert PERMANENT_ERRORS.evaluate(exc, try_number=1, max_tries=4).action.value == "default"
 
@@ -88,10 +101,19 @@ def _run_probe(tmp_path, monkeypatch, status: int):
     f = tmp_path / f"probe_{status}.py"
     f.write_text(PROBE.format(status=status))
     local = "airflow.dag_processing.bundles.local.LocalDagBundle"
-    monkeypatch.setenv("AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST", json.dumps([
-        {"name": f"retry-probe-{status}", "classpath": local, "kwargs": {"path": str(tmp_path)}},
-        {"name": "dags-folder", "classpath": local, "kwargs": {"path": os.environ["AIRFLOW__CORE__DAGS_FOLDER"]}},
-    ]))
+    monkeypatch.setenv(
+        "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST",
+        json.dumps(
+            [
+                {"name": f"retry-probe-{status}", "classpath": local, "kwargs": {"path": str(tmp_path)}},
+                {
+                    "name": "dags-folder",
+                    "classpath": local,
+                    "kwargs": {"path": os.environ["AIRFLOW__CORE__DAGS_FOLDER"]},
+                },
+            ]
+        ),
+    )
     bag = DagBag(dag_folder=str(f))
     assert not bag.import_errors, bag.import_errors
     d = bag.get_dag(f"retry_policy_probe_{status}")
@@ -127,5 +149,7 @@ def test_billing_tasks_carry_the_policy_and_the_dag_serializes():
         assert t.retry_policy is PERMANENT_ERRORS, t.task_id
     data = DagSerialization.to_dict(billing_aws_dag)
     tasks = {t["__var"]["task_id"]: t["__var"] for t in data["dag"]["tasks"]}
-    assert all(t.get("has_retry_policy") or t.get("partial_kwargs", {}).get("has_retry_policy")
-               for t in tasks.values()), tasks
+    assert all(
+        t.get("has_retry_policy") or t.get("partial_kwargs", {}).get("has_retry_policy")
+        for t in tasks.values()
+    ), tasks

@@ -17,7 +17,9 @@ REPO = Path(__file__).resolve().parents[2]
 def pol_config(tmp_path, monkeypatch, finops_home):
     pdir = tmp_path / "policies"
     pdir.mkdir()
-    (pdir / "targets.yaml").write_text("targets:\n  - {name: aws-test, provider: aws, conn_id: aws_default, regions: [us-east-1]}\n")
+    (pdir / "targets.yaml").write_text(
+        "targets:\n  - {name: aws-test, provider: aws, conn_id: aws_default, regions: [us-east-1]}\n"
+    )
     (pdir / "p.yaml").write_text(
         "policies:\n"
         "  - {name: idle-gpu, kind: idle, action: stop, min_age_hours: 0, idle: {hours: 8, gpu_util_below: 5}}\n"
@@ -40,14 +42,25 @@ def _load(name: str):
 
 def test_dags_parse_with_params():
     tags, idle, audit = _load("finops_policy_tags"), _load("finops_policy_idle"), _load("finops_audit")
-    assert (tags.dag_id, idle.dag_id, audit.dag_id) == ("finops_policy_tags", "finops_policy_idle", "finops_audit")
+    assert (tags.dag_id, idle.dag_id, audit.dag_id) == (
+        "finops_policy_tags",
+        "finops_policy_idle",
+        "finops_audit",
+    )
     assert set(audit.params.keys()) >= {"provider", "account", "policy", "dry_run"}
     assert audit.params["dry_run"] is True and idle.params["dry_run"] is True
     assert all(t.retries >= 1 for d in (tags, idle, audit) for t in d.tasks)
 
 
 def test_audit_dag_runs_dry_on_moto(airflow_db, aws_conn, pol_config, pol_boto, pol_launch, pol_instances):
-    marked = pol_launch("old", {"owner": "a", "team": "ml", "finops-idle-marked": format_mark(datetime.now(UTC) - timedelta(hours=30))})
+    marked = pol_launch(
+        "old",
+        {
+            "owner": "a",
+            "team": "ml",
+            "finops-idle-marked": format_mark(datetime.now(UTC) - timedelta(hours=30)),
+        },
+    )
     idle = pol_launch("idle", {"owner": "b"})
     for iid in (marked, idle):
         pol_put_gpu(pol_boto["cw"], iid, 0.5, 8.5, gpus=1)
@@ -59,7 +72,9 @@ def test_audit_dag_runs_dry_on_moto(airflow_db, aws_conn, pol_config, pol_boto, 
 
     wh = connect()
     try:
-        rows = dict(wh.query("SELECT resource_id, action FROM policy_actions WHERE policy = 'idle-gpu' AND dry_run"))
+        rows = dict(
+            wh.query("SELECT resource_id, action FROM policy_actions WHERE policy = 'idle-gpu' AND dry_run")
+        )
         assert rows == {marked: "stop", idle: "mark"}
         snap = wh.query("SELECT resource_id, compliant FROM tag_compliance WHERE policy = 'tags'")
         assert dict(snap) == {marked: True, idle: False}
@@ -107,7 +122,9 @@ def test_a_failed_task_reaches_the_alert_sinks(airflow_db, aws_conn, pol_config,
     dr = _load("finops_audit").test(run_conf={"policy": "idle-gpus", "dry_run": True})
     assert str(dr.state) == "failed"
     got = [e for e in pol_alerts if e.kind == "task_failed"]
-    assert [(e.title, e.severity) for e in got] == [("Airflow task failed: finops_audit.evaluate_policies", "critical")]
+    assert [(e.title, e.severity) for e in got] == [
+        ("Airflow task failed: finops_audit.evaluate_policies", "critical")
+    ]
     assert got[0].facts["run_id"] == dr.run_id and "idle-gpus" in got[0].summary
 
 

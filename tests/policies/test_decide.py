@@ -22,23 +22,46 @@ NOW = datetime(2026, 11, 18, 23, 0, tzinfo=UTC)  # a Wednesday
 
 
 def pol(**over) -> Policy:
-    base = {"name": "idle", "kind": "idle", "action": "stop", "min_age_hours": 1, "grace_hours": 24,
-            "idle": {"hours": 8, "gpu_util_below": 5}}
+    base = {
+        "name": "idle",
+        "kind": "idle",
+        "action": "stop",
+        "min_age_hours": 1,
+        "grace_hours": 24,
+        "idle": {"hours": 8, "gpu_util_below": 5},
+    }
     for k, v in over.items():
         base[k] = {**base[k], **v} if isinstance(v, dict) and isinstance(base.get(k), dict) else v
     return Policy.model_validate(base)
 
 
 def res(tags=None, **kw) -> Resource:
-    base = dict(provider="aws", account="111", region="us-east-1", resource_id="i-1", name="train-box",
-                launched_at=NOW - timedelta(days=2), tags={"owner": "a@x", **(tags or {})}, gpu_count=None)
+    base = dict(
+        provider="aws",
+        account="111",
+        region="us-east-1",
+        resource_id="i-1",
+        name="train-box",
+        launched_at=NOW - timedelta(days=2),
+        tags={"owner": "a@x", **(tags or {})},
+        gpu_count=None,
+    )
     return Resource(**{**base, **kw})
 
 
 def gpu(value, hours=8.5, step_min=5, start_gap_h=0.0, label="0"):
     n = int(hours * 60 / step_min)
-    return Series("gpu", [(NOW - timedelta(minutes=step_min * i + 1 + start_gap_h * 60),
-                           value(i) if callable(value) else value) for i in range(n)], label)
+    return Series(
+        "gpu",
+        [
+            (
+                NOW - timedelta(minutes=step_min * i + 1 + start_gap_h * 60),
+                value(i) if callable(value) else value,
+            )
+            for i in range(n)
+        ],
+        label,
+    )
 
 
 def test_idle_all_gpus_low():
@@ -47,17 +70,20 @@ def test_idle_all_gpus_low():
     assert {s["label"] for s in d.evidence["series"]} == {"0", "1"}
 
 
-@pytest.mark.parametrize("series,verdict", [
-    ([], "no_metrics"),
-    ([Series("gpu", [])], "no_metrics"),
-    ([gpu(1.0, hours=3)], "partial_metrics"),                         # 3h of 8h
-    ([gpu(1.0, start_gap_h=1)], "partial_metrics"),                   # stale: nothing in the last hour
-    ([gpu(1.0, step_min=15)], "partial_metrics"),                     # a third of the 5-min periods
-    ([gpu(1.0), gpu(40.0, label="1")], "busy"),                       # one busy GPU is enough
-    ([gpu(lambda i: 90 if i == 50 else 0)], "busy"),                  # one busy 5 minutes in 8h
-    ([gpu(1.0, hours=2), gpu(50.0, hours=1, label="1")], "busy"),     # busy wins over partial
-    ([gpu(float("nan"))], "no_metrics"),
-])
+@pytest.mark.parametrize(
+    "series,verdict",
+    [
+        ([], "no_metrics"),
+        ([Series("gpu", [])], "no_metrics"),
+        ([gpu(1.0, hours=3)], "partial_metrics"),  # 3h of 8h
+        ([gpu(1.0, start_gap_h=1)], "partial_metrics"),  # stale: nothing in the last hour
+        ([gpu(1.0, step_min=15)], "partial_metrics"),  # a third of the 5-min periods
+        ([gpu(1.0), gpu(40.0, label="1")], "busy"),  # one busy GPU is enough
+        ([gpu(lambda i: 90 if i == 50 else 0)], "busy"),  # one busy 5 minutes in 8h
+        ([gpu(1.0, hours=2), gpu(50.0, hours=1, label="1")], "busy"),  # busy wins over partial
+        ([gpu(float("nan"))], "no_metrics"),
+    ],
+)
 def test_missing_partial_or_busy_is_never_idle(series, verdict):
     d = decide(pol(), res(), NOW, series)
     assert d.verdict == verdict and d.action in ("none",)
@@ -110,7 +136,9 @@ def test_scope_exemptions_age_state():
     assert decide(pol(scope={"regions": ["eu-west-1"]}), res(), NOW, [gpu(0)]).verdict == "out_of_scope"
     assert decide(pol(scope={"accounts": ["222"]}), res(), NOW, [gpu(0)]).verdict == "out_of_scope"
     assert decide(pol(), res({"FinOps:Exempt": "yes"}), NOW, [gpu(0)]).verdict == "exempt"
-    assert decide(pol(exemptions={"tag": "keep=true"}), res({"keep": "false"}), NOW, [gpu(0)]).verdict == "idle"
+    assert (
+        decide(pol(exemptions={"tag": "keep=true"}), res({"keep": "false"}), NOW, [gpu(0)]).verdict == "idle"
+    )
     assert decide(pol(exemptions={"name_patterns": ["train-*"]}), res(), NOW, [gpu(0)]).verdict == "exempt"
     assert decide(pol(exemptions={"accounts": ["111"]}), res(), NOW, [gpu(0)]).verdict == "exempt"
     assert decide(pol(), res(launched_at=NOW - timedelta(minutes=10)), NOW, [gpu(0)]).verdict == "too_young"
@@ -130,19 +158,25 @@ def test_not_opted_in_is_reported_never_marked_or_stopped():
     d = decide(p, res(), NOW, idle)
     assert (d.verdict, d.action) == ("idle", "report") and "not opted in" in d.reason
     assert decide(p, res({"finops:auto-stop": "disabled", **old_mark}), NOW, idle).action == "report"
-    assert decide(p, res({"Finops-Auto-Stop": "Enabled"}), NOW, idle).action == "mark"  # any spelling of the key
+    assert (
+        decide(p, res({"Finops-Auto-Stop": "Enabled"}), NOW, idle).action == "mark"
+    )  # any spelling of the key
     assert decide(p, res({"finops_auto-stop": "enabled", **old_mark}), NOW, idle).action == "stop"
     assert decide(p, res(), NOW, [gpu(40.0)]).verdict == "busy"
-    assert decide(pol(opt_in_tag="finops:auto-stop"), res({"finops:auto-stop": ""}), NOW, idle).action == "mark"
+    assert (
+        decide(pol(opt_in_tag="finops:auto-stop"), res({"finops:auto-stop": ""}), NOW, idle).action == "mark"
+    )
 
 
 def test_off_hours_with_time_zone():
-    oh = OffHours(timezone="America/New_York", days=["mon", "tue", "wed", "thu", "fri"], start="19:00", end="07:00")
+    oh = OffHours(
+        timezone="America/New_York", days=["mon", "tue", "wed", "thu", "fri"], start="19:00", end="07:00"
+    )
     assert in_off_hours(oh, datetime(2026, 11, 18, 23, 30, tzinfo=UTC)) is False  # Wed 18:30 NY
-    assert in_off_hours(oh, datetime(2026, 11, 19, 1, 0, tzinfo=UTC)) is True    # Wed 20:00 NY
+    assert in_off_hours(oh, datetime(2026, 11, 19, 1, 0, tzinfo=UTC)) is True  # Wed 20:00 NY
     assert in_off_hours(oh, datetime(2026, 11, 19, 11, 30, tzinfo=UTC)) is True  # Thu 06:30 NY
     assert in_off_hours(oh, datetime(2026, 11, 19, 12, 30, tzinfo=UTC)) is False  # Thu 07:30 NY
-    assert in_off_hours(oh, datetime(2026, 11, 22, 6, 0, tzinfo=UTC)) is False   # Sun 01:00 NY, Sat not listed
+    assert in_off_hours(oh, datetime(2026, 11, 22, 6, 0, tzinfo=UTC)) is False  # Sun 01:00 NY, Sat not listed
     old = {"finops-idle-marked": format_mark(NOW - timedelta(hours=30))}
     p = pol(off_hours={"timezone": "Europe/Berlin", "start": "09:00", "end": "17:00"})
     assert decide(p, res(old), NOW, [gpu(0)]).action == "wait"  # 00:00 Berlin: outside window
@@ -155,12 +189,22 @@ def test_tag_normalisation_and_rules():
     tags = {"FinOps_Idle_Marked": "a", "finops-idle-marked": "b", "finops-idle": "c", "team": "ml"}
     assert spellings(tags, "finops-idle-marked") == ["FinOps_Idle_Marked", "finops-idle-marked"]
     assert spellings({"team": "ml"}, "finops-idle-marked") == ["finops-idle-marked"]
-    p = Policy.model_validate({"name": "t", "kind": "tags", "required_tags": [
-        {"key": "team", "allowed": ["ml", "data"]}, {"key": "env", "pattern": "prod|dev"},
-        {"key": "owner", "aliases": ["created_by", "contact"]}]})
+    p = Policy.model_validate(
+        {
+            "name": "t",
+            "kind": "tags",
+            "required_tags": [
+                {"key": "team", "allowed": ["ml", "data"]},
+                {"key": "env", "pattern": "prod|dev"},
+                {"key": "owner", "aliases": ["created_by", "contact"]},
+            ],
+        }
+    )
     tc = check_tags(p, res({"user:team": "ML", "Env": "prod", "created_by": "z"}))
     assert tc.compliant and tc.team == "ML"
-    tc = check_tags(p, Resource("aws", "1", "r", "i", tags={"Team": "finance", "env": "production", "owner": " "}))
+    tc = check_tags(
+        p, Resource("aws", "1", "r", "i", tags={"Team": "finance", "env": "production", "owner": " "})
+    )
     assert tc.missing == ["owner"] and tc.invalid == ["team", "env"] and not tc.compliant
     d = decide(p, Resource("aws", "1", "r", "i", tags={"team": "ml"}), NOW)
     assert (d.verdict, d.action) == ("violation", "report")

@@ -18,23 +18,48 @@ def _write(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
     return p
 
 
-@pytest.mark.parametrize("body,where,why", [
-    ("policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 500}\n",
-     "policies[0].idle.gpu_util_below", "less than or equal to 100"),
-    ("policies:\n  - name: x\n    kind: tags\n    required_tags: [{key: team, pattern: '(['}]\n",
-     "policies[0].required_tags[0].pattern", "not a valid regex"),
-    ("policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 5}\n    off_hours: {timezone: Mars/Base}\n",
-     "policies[0].off_hours.timezone", "unknown time zone"),
-    ("policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 5}\n    action: terminate\n",
-     "policies[0]", "allow_terminate"),
-    ("policies:\n  - name: x\n    kind: tags\n    required_tags: [{key: team}]\n    action: stop\n",
-     "policies[0]", "never stop"),
-    ("policies:\n  - name: x\n    kind: idle\n", "policies[0]", "needs an idle rule"),
-    ("policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 5}\n    max_actions: 3\n",
-     "policies[0].max_actions", "Extra inputs"),
-    ("policies:\n  - name: Bad Name\n    kind: tags\n    required_tags: [{key: a}]\n", "policies[0].name", "a-z"),
-    ("targets:\n  - {name: g, provider: gcp}\n", "targets[0]", "need account"),
-])
+@pytest.mark.parametrize(
+    "body,where,why",
+    [
+        (
+            "policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 500}\n",
+            "policies[0].idle.gpu_util_below",
+            "less than or equal to 100",
+        ),
+        (
+            "policies:\n  - name: x\n    kind: tags\n    required_tags: [{key: team, pattern: '(['}]\n",
+            "policies[0].required_tags[0].pattern",
+            "not a valid regex",
+        ),
+        (
+            "policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 5}\n    off_hours: {timezone: Mars/Base}\n",
+            "policies[0].off_hours.timezone",
+            "unknown time zone",
+        ),
+        (
+            "policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 5}\n    action: terminate\n",
+            "policies[0]",
+            "allow_terminate",
+        ),
+        (
+            "policies:\n  - name: x\n    kind: tags\n    required_tags: [{key: team}]\n    action: stop\n",
+            "policies[0]",
+            "never stop",
+        ),
+        ("policies:\n  - name: x\n    kind: idle\n", "policies[0]", "needs an idle rule"),
+        (
+            "policies:\n  - name: x\n    kind: idle\n    idle: {hours: 8, gpu_util_below: 5}\n    max_actions: 3\n",
+            "policies[0].max_actions",
+            "Extra inputs",
+        ),
+        (
+            "policies:\n  - name: Bad Name\n    kind: tags\n    required_tags: [{key: a}]\n",
+            "policies[0].name",
+            "a-z",
+        ),
+        ("targets:\n  - {name: g, provider: gcp}\n", "targets[0]", "need account"),
+    ],
+)
 def test_errors_name_file_and_key(tmp_path, body, where, why):
     f = _write(tmp_path, body)
     with pytest.raises(PolicyError) as e:
@@ -56,9 +81,12 @@ def test_bad_yaml_and_duplicates(tmp_path):
 
 
 def test_marking_policies_need_distinct_mark_tags(tmp_path):
-    _write(tmp_path, "policies:\n"
-           "  - {name: a, kind: idle, action: mark, idle: {hours: 1, gpu_util_below: 5}}\n"
-           "  - {name: b, kind: idle, action: stop, idle: {hours: 2, gpu_util_below: 5}}\n")
+    _write(
+        tmp_path,
+        "policies:\n"
+        "  - {name: a, kind: idle, action: mark, idle: {hours: 1, gpu_util_below: 5}}\n"
+        "  - {name: b, kind: idle, action: stop, idle: {hours: 2, gpu_util_below: 5}}\n",
+    )
     with pytest.raises(PolicyError, match="both use mark_tag"):
         load_all(tmp_path)
     [t] = parse_policies({"policies": [{"name": "t", "kind": "tags", "required_tags": [{"key": "a"}]}]})
@@ -66,8 +94,13 @@ def test_marking_policies_need_distinct_mark_tags(tmp_path):
 
 
 def test_stop_policy_default_scope_excludes_lambda():
-    [p] = parse_policies({"policies": [{"name": "s", "kind": "idle", "action": "stop",
-                                         "idle": {"hours": 1, "gpu_util_below": 5}}]})
+    [p] = parse_policies(
+        {
+            "policies": [
+                {"name": "s", "kind": "idle", "action": "stop", "idle": {"hours": 1, "gpu_util_below": 5}}
+            ]
+        }
+    )
     assert p.scope.providers == ["aws", "gcp", "azure"]
     assert p.max_actions_per_run == 10 and p.grace_hours == 24
 
@@ -80,8 +113,12 @@ def test_shipped_examples_load():
     assert idle.grace_hours == 24 and idle.max_actions_per_run == 10 and idle.off_hours
     # the opt-in is the one the shipped IAM policy's StopInstances / CreateTags conditions name
     iam = json.loads((REPO / "include" / "iam" / "finops-stop-instances-policy.json").read_text())
-    conds = {k.removeprefix("aws:ResourceTag/") + "=" + v for s in iam["Statement"] if s["Effect"] == "Allow"
-             for k, v in s.get("Condition", {}).get("StringEquals", {}).items()}
+    conds = {
+        k.removeprefix("aws:ResourceTag/") + "=" + v
+        for s in iam["Statement"]
+        if s["Effect"] == "Allow"
+        for k, v in s.get("Condition", {}).get("StringEquals", {}).items()
+    }
     assert conds == {idle.opt_in_tag}
     assert by_name["required-tags"].kind == "tags"
     assert [t.name for t in targets] == ["aws-main"]
@@ -90,10 +127,16 @@ def test_shipped_examples_load():
 def test_iam_policy_only_stops_opted_in_and_cannot_grant_itself():
     doc = json.loads((REPO / "include" / "iam" / "finops-stop-instances-policy.json").read_text())
     stmts = doc["Statement"]
-    stop = [s for s in stmts if "ec2:StopInstances" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])]
+    stop = [
+        s
+        for s in stmts
+        if "ec2:StopInstances" in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+    ]
     assert len(stop) == 1 and stop[0]["Effect"] == "Allow"
     assert stop[0]["Condition"]["StringEquals"] == {"aws:ResourceTag/finops:auto-stop": "enabled"}
-    deny = [s for s in stmts if s["Effect"] == "Deny" and {"ec2:CreateTags", "ec2:DeleteTags"} <= set(s["Action"])]
+    deny = [
+        s for s in stmts if s["Effect"] == "Deny" and {"ec2:CreateTags", "ec2:DeleteTags"} <= set(s["Action"])
+    ]
     assert deny and deny[0]["Resource"] == "*"
     assert "finops:auto-stop" in deny[0]["Condition"]["ForAnyValue:StringEquals"]["aws:TagKeys"]
     # No Allow anywhere grants tag writes on the opt-in key, nor any terminate.

@@ -38,6 +38,8 @@ def test_demo_gcp_catalog_comes_from_the_compute_api(demo_apis, duckdb_wh, wh_fa
     assert "a3-megagpu-8g" in offered[("gcp", "us-central1")]
     assert "a3-megagpu-8g" not in offered.get(("gcp", "us-east4"), set())
     # priced types are the API's shapes: A3 H100 on demand only where its GPU SKU is (us-central1)
-    priced = {(r[0], r[1]) for r in duckdb_wh.query(
-        "SELECT instance_type, region FROM ondemand_prices WHERE provider = 'gcp'")}
+    priced = {
+        (r[0], r[1])
+        for r in duckdb_wh.query("SELECT instance_type, region FROM ondemand_prices WHERE provider = 'gcp'")
+    }
     assert ("a3-highgpu-8g", "us-central1") in priced and ("g2-standard-4", "us-east4") in priced

@@ -29,7 +29,9 @@ def broken_report(tmp_path_factory):
 
 def test_quarantined_batch_has_data_docs_linked_from_its_report(finops_home, broken_report, monkeypatch):
     report, path = broken_report
-    folder = quarantine_batch(source="main", billing_period=PERIOD, load_id="L1", raw_files=[path], report=report)
+    folder = quarantine_batch(
+        source="main", billing_period=PERIOD, load_id="L1", raw_files=[path], report=report
+    )
     index = folder / "data_docs" / "index.html"
     assert index.is_file() and (folder / "staging.parquet").is_file()
     pages = [p for p in (folder / "data_docs" / "validations").rglob("*.html")]
@@ -43,7 +45,9 @@ def test_quarantined_batch_has_data_docs_linked_from_its_report(finops_home, bro
     assert meta["data_docs"] == "data_docs/index.html"
 
     # a second quarantine of the same load keeps the first site (append-only)
-    again = quarantine_batch(source="main", billing_period=PERIOD, load_id="L1", raw_files=[path], report=report)
+    again = quarantine_batch(
+        source="main", billing_period=PERIOD, load_id="L1", raw_files=[path], report=report
+    )
     assert again == folder and (folder / "data_docs.1" / "index.html").is_file() and index.is_file()
 
     # the FinOps view serves the site, and the alert's link points at it
@@ -51,7 +55,10 @@ def test_quarantined_batch_has_data_docs_linked_from_its_report(finops_home, bro
     served = quarantine_docs("main", PERIOD, "L1", "data_docs", "index.html")
     assert str(served.path) == str(index.resolve()) and "sandbox" in served.headers["content-security-policy"]
     monkeypatch.setenv("AIRFLOW__API__BASE_URL", "https://airflow.example.com")
-    assert docs_url(index) == "https://airflow.example.com/finops/quarantine-docs/main/2026-03/L1/data_docs/index.html"
+    assert (
+        docs_url(index)
+        == "https://airflow.example.com/finops/quarantine-docs/main/2026-03/L1/data_docs/index.html"
+    )
 
 
 @pytest.mark.parametrize(
@@ -74,6 +81,8 @@ def test_view_serves_nothing_but_data_docs(finops_home, broken_report, docs, pat
 def test_a_report_without_validation_has_no_docs_link(finops_home, tmp_path):
     raw = tmp_path / "part.csv"
     raw.write_text("a,b\n")
-    folder = quarantine_batch(source="main", billing_period=PERIOD, load_id="L3", raw_files=[raw], error="unreadable")
+    folder = quarantine_batch(
+        source="main", billing_period=PERIOD, load_id="L3", raw_files=[raw], error="unreadable"
+    )
     assert not (folder / "data_docs").exists()
     assert "Data Docs" not in (folder / "quarantine-report.md").read_text(encoding="utf-8")

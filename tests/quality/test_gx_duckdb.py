@@ -36,7 +36,9 @@ def test_gx_failure_inside_a_transaction_does_not_abort_it():
     con.execute("CREATE TABLE t (billed_cost DECIMAL(38,10))")
     con.execute("BEGIN")
     con.execute("INSERT INTO t VALUES (1), (NULL)")
-    rule = Rule("billed_cost", "not_null", "not_null", "null values in a not-null column", needs=("billed_cost",))
+    rule = Rule(
+        "billed_cost", "not_null", "not_null", "null values in a not-null column", needs=("billed_cost",)
+    )
     _result, failed, _docs = run_suite(con, "t", [rule])
     assert [(r.key, e["result"]["unexpected_count"]) for r, e in failed] == [("billed_cost:not_null", 1)]
     assert con.execute("SELECT count(*) FROM t").fetchone() == (2,)  # transaction alive

@@ -141,7 +141,7 @@ def test_parent_category_rule_flags_wrong_and_unknown_subcategories():
     con.execute("CREATE TABLE t (service_subcategory VARCHAR, service_category VARCHAR)")
     con.executemany("INSERT INTO t VALUES (?, ?)", ok + bad)
     _result, failed, _docs = run_suite(con, "t", [rule])
-    (got_rule, entry), = failed
+    ((got_rule, entry),) = failed
     assert got_rule is rule and entry["result"]["unexpected_count"] == len(bad)
     assert sorted(map(tuple, entry["result"]["partial_unexpected_list"]), key=repr) == sorted(bad, key=repr)
 
@@ -159,7 +159,9 @@ def test_each_currency_reconciles_on_its_own():
     ]
     assert reconcile(Decimal("150.00"), Decimal("150.00")) is None
     # a currency the export does not have, and rows with none
-    assert len(reconcile_by_currency({"USD": Decimal("100"), None: Decimal("1")}, {"USD": Decimal("101")})) == 2
+    assert (
+        len(reconcile_by_currency({"USD": Decimal("100"), None: Decimal("1")}, {"USD": Decimal("101")})) == 2
+    )
     # one currency: the overall check says the same, so nothing is repeated
     assert reconcile_by_currency({"USD": Decimal("1")}, {"USD": Decimal("2")}) == []
     hostile = reconcile_by_currency({"=cmd|' /C calc'!A0" * 100: Decimal("1")}, {"USD": Decimal("1")})

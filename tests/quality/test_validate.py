@@ -272,4 +272,7 @@ def test_money_moved_between_currencies_fails_though_the_sum_matches(q_staging):
     one = Decimal("1")
     shifted = {"EUR": by["EUR"] - one, "USD": by["USD"] + one}  # the export's view: same sum
     failures = _validate(path, total, raw_by_currency=shifted).failures
-    assert [f.split(":")[1].strip() for f in failures] == ["reconciliation failed in 'EUR'", "reconciliation failed in 'USD'"]
+    assert [f.split(":")[1].strip() for f in failures] == [
+        "reconciliation failed in 'EUR'",
+        "reconciliation failed in 'USD'",
+    ]

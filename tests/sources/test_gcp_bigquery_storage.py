@@ -11,10 +11,18 @@ from finops.sources import gcp_bigquery
 def test_real_bigquery_gets_a_read_client_with_the_connections_credentials(monkeypatch, gcp_service_account):
     from google.cloud.bigquery_storage import BigQueryReadClient
 
-    monkeypatch.setenv("AIRFLOW_CONN_GCP_BILLING_REAL", json.dumps({
-        "conn_type": "google_cloud_platform",
-        "extra": {"keyfile_dict": json.dumps(gcp_service_account),
-                  "scope": "https://www.googleapis.com/auth/bigquery"}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_GCP_BILLING_REAL",
+        json.dumps(
+            {
+                "conn_type": "google_cloud_platform",
+                "extra": {
+                    "keyfile_dict": json.dumps(gcp_service_account),
+                    "scope": "https://www.googleapis.com/auth/bigquery",
+                },
+            }
+        ),
+    )
     client = gcp_bigquery.bqstorage_client("gcp_billing_real")
     assert isinstance(client, BigQueryReadClient)
     creds = client._transport._credentials

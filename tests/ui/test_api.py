@@ -11,10 +11,22 @@ import pytest
 from finops.ui import rollup
 from tests.fixtures.ui import UI_FACTS, ui_seed
 
-ENDPOINTS = ["/api/overview", "/api/cost?dim=provider", "/api/cost?dim=team", "/api/showback",
-             "/api/showback/team?period=2025-03&team=x", "/api/showback/resources?period=2025-03&team=x",
-             "/api/anomalies", "/api/policy-actions", "/api/tag-compliance", "/api/gpu/price-performance",
-             "/api/gpu/cheapest", "/api/me", "/static/app.js", "/static/vendor/chart.umd.min.js"]
+ENDPOINTS = [
+    "/api/overview",
+    "/api/cost?dim=provider",
+    "/api/cost?dim=team",
+    "/api/showback",
+    "/api/showback/team?period=2025-03&team=x",
+    "/api/showback/resources?period=2025-03&team=x",
+    "/api/anomalies",
+    "/api/policy-actions",
+    "/api/tag-compliance",
+    "/api/gpu/price-performance",
+    "/api/gpu/cheapest",
+    "/api/me",
+    "/static/app.js",
+    "/static/vendor/chart.umd.min.js",
+]
 
 
 @pytest.fixture
@@ -43,8 +55,9 @@ def test_invalid_and_forged_tokens_are_refused(ui_client, ui_auth):
     assert ui_client.get("/api/overview", headers={"Authorization": "Bearer not-a-jwt"}).status_code == 403
     import jwt
 
-    forged = jwt.encode({"sub": "mallory", "role": "ADMIN"}, "another-secret-" + "0123456789abcdef" * 4,
-                        algorithm="HS512")
+    forged = jwt.encode(
+        {"sub": "mallory", "role": "ADMIN"}, "another-secret-" + "0123456789abcdef" * 4, algorithm="HS512"
+    )
     assert ui_client.get("/api/overview", headers={"Authorization": f"Bearer {forged}"}).status_code == 403
     ui_client.cookies.set("_token", forged)
     try:
@@ -95,8 +108,10 @@ def test_plugin_import_stays_light():
     import subprocess
     import sys
 
-    code = ("import sys; from finops.ui.app import plugin_apps, plugin_external_views; plugin_apps(); "
-            "plugin_external_views(); print(sorted(m for m in sys.modules if m.startswith(('fastapi', 'finops.ui'))))")
+    code = (
+        "import sys; from finops.ui.app import plugin_apps, plugin_external_views; plugin_apps(); "
+        "plugin_external_views(); print(sorted(m for m in sys.modules if m.startswith(('fastapi', 'finops.ui'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['finops.ui', 'finops.ui.app', 'finops.ui.prefix']", out  # no FastAPI
 
@@ -153,18 +168,23 @@ def test_cost_by_provider_matches_seed_with_and_without_rollup(ui_client, ui_hea
     assert _get(ui_client, "/api/cost", ui_headers, **q)["series"] == raw["series"]
     eur = _get(ui_client, "/api/cost", ui_headers, **q, currency="EUR", view="billed", grain="month")
     assert eur["labels"] == ["2025-03-01"] and eur["series"] == [
-        {"name": "Microsoft", "total": "1240.00", "values": [1240.0]}]
+        {"name": "Microsoft", "total": "1240.00", "values": [1240.0]}
+    ]
 
 
 def test_rollup_goes_stale_after_a_new_load(seeded):
     wh, _ = seeded
     rollup.refresh_stale(wh)
-    wh.execute("UPDATE load_log SET finished_at = finished_at + INTERVAL 1 DAY WHERE source = ?", ["gcp-main"])
+    wh.execute(
+        "UPDATE load_log SET finished_at = finished_at + INTERVAL 1 DAY WHERE source = ?", ["gcp-main"]
+    )
     assert rollup.stale_partitions(wh) == [("gcp-main", "2025-03")]
 
 
 def test_top_n_folds_the_rest_into_other(ui_client, ui_headers, seeded):
-    body = _get(ui_client, "/api/cost", ui_headers, dim="service", top=2, start="2025-03-01", end="2025-04-01")
+    body = _get(
+        ui_client, "/api/cost", ui_headers, dim="service", top=2, start="2025-03-01", end="2025-04-01"
+    )
     names = [s["name"] for s in body["series"]]
     assert names == ["Amazon EC2", "Compute Engine", "(other)"]
     assert Decimal(body["series"][2]["total"]) == Decimal("465.00") + Decimal("313.10")
@@ -174,12 +194,20 @@ def test_cost_by_team_comes_from_showback(ui_client, ui_headers, seeded):
     body = _get(ui_client, "/api/cost", ui_headers, dim="team")
     assert body["start"] <= "2025-03-01" and body["end"] == "2025-04-01"  # default range ends at the data
     assert {s["name"]: s["total"] for s in body["series"]} == {
-        "ml-research": "3107.75", "ml-platform": "1984.00", "unallocated": "930.00", "data-eng": "778.10"}
+        "ml-research": "3107.75",
+        "ml-platform": "1984.00",
+        "unallocated": "930.00",
+        "data-eng": "778.10",
+    }
 
 
 def test_cost_range_is_validated(ui_client, ui_headers):
-    assert ui_client.get("/api/cost", headers=ui_headers,
-                         params={"start": "2025-03-02", "end": "2025-03-01"}).status_code == 422
+    assert (
+        ui_client.get(
+            "/api/cost", headers=ui_headers, params={"start": "2025-03-02", "end": "2025-03-01"}
+        ).status_code
+        == 422
+    )
     assert ui_client.get("/api/cost", headers=ui_headers, params={"dim": "x; DROP"}).status_code == 422
 
 
@@ -206,8 +234,10 @@ def test_showback_paging_and_drill_down(ui_client, ui_headers, seeded):
     assert p1["totals"] == {"USD": "6799.85"}
     res = _get(ui_client, "/api/showback/resources", ui_headers, period="2025-03", team="data-eng")
     # both spellings of the team tag ("team" and "Team") count
-    assert [(i["resource_id"], i["cost"]) for i in res["items"]] == [("bq-warehouse", "465.00"),
-                                                                      ("bucket-data", "313.10")]
+    assert [(i["resource_id"], i["cost"]) for i in res["items"]] == [
+        ("bq-warehouse", "465.00"),
+        ("bucket-data", "313.10"),
+    ]
     rollup.refresh_partition(duckdb_wh := seeded[0], "aws-main", "2025-03")  # aws from the rollup, gcp raw
     assert _get(ui_client, "/api/showback/resources", ui_headers, period="2025-03", team="data-eng") == res
     rollup.refresh_stale(duckdb_wh)
@@ -220,8 +250,13 @@ def test_anomalies_with_contributors(ui_client, ui_headers, seeded):
     body = _get(ui_client, "/api/anomalies", ui_headers)
     assert [a["anomaly_id"] for a in body["items"]] == ["an-1", "an-0"]
     top = body["items"][0]
-    assert top["contributors"][0] == {"key": "i-gpu-001", "actual": "800.00", "expected": "250.00",
-                                      "delta": "550.00", "share": 0.9167}
+    assert top["contributors"][0] == {
+        "key": "i-gpu-001",
+        "actual": "800.00",
+        "expected": "250.00",
+        "delta": "550.00",
+        "share": 0.9167,
+    }
     assert _get(ui_client, "/api/anomalies", ui_headers, status="closed")["total"] == 1
 
 
@@ -254,8 +289,14 @@ def test_gpu_price_performance_and_cheapest(ui_client, ui_headers, seeded):
     assert p4d["usd_per_tflop_hour"]["bf16"] == pytest.approx(32.7726 / (250 * 8))
     assert p4d["amp_saving"]["amp_bf16"] == pytest.approx(1 - 16 / 40)
     assert rows[("g5.xlarge", "spot")]["spot_saving"] == pytest.approx(1 - 0.4 / 1.006)
-    ranked = _get(ui_client, "/api/gpu/cheapest", ui_headers, steps=1_000_000, precision="fp32",
-                  spot_interruption_rate_per_h=0)
+    ranked = _get(
+        ui_client,
+        "/api/gpu/cheapest",
+        ui_headers,
+        steps=1_000_000,
+        precision="fp32",
+        spot_interruption_rate_per_h=0,
+    )
     costs = [i["expected_cost"] for i in ranked["items"]]
     assert costs == sorted(costs) and len(costs) == 4
     # no interruptions: cost = steps x step_s / 3600 / gpus x price
@@ -273,24 +314,46 @@ def test_cheapest_ranks_one_currency_only(ui_client, ui_headers, seeded):
 
     wh, _ = seeded
     m = datetime(2025, 3, 30, 12)
-    wh.execute("INSERT INTO gpu_benchmarks (bench_run_id, provider, region, instance_type, pricing_model, "
-               "gpu_model, gpu_count, metric, dtype, value, unit, section, details, measured_at) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               ["b-az", "azure", "westeurope", "Standard_ND96amsr_A100_v4", "ondemand", "A100", 8,
-                "train_step_time", "amp_bf16", 16.0, "ms", "train_step_time", "{}", m])
-    wh.execute("INSERT INTO ondemand_prices (provider, region, zone, instance_type, os, price_per_hour, currency, "
-               "observed_at, source, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-               ["azure", "westeurope", "", "Standard_ND96amsr_A100_v4", "linux", Decimal("30.00"), "EUR", m, "t", m])
+    wh.execute(
+        "INSERT INTO gpu_benchmarks (bench_run_id, provider, region, instance_type, pricing_model, "
+        "gpu_model, gpu_count, metric, dtype, value, unit, section, details, measured_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            "b-az",
+            "azure",
+            "westeurope",
+            "Standard_ND96amsr_A100_v4",
+            "ondemand",
+            "A100",
+            8,
+            "train_step_time",
+            "amp_bf16",
+            16.0,
+            "ms",
+            "train_step_time",
+            "{}",
+            m,
+        ],
+    )
+    wh.execute(
+        "INSERT INTO ondemand_prices (provider, region, zone, instance_type, os, price_per_hour, currency, "
+        "observed_at, source, fetched_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        ["azure", "westeurope", "", "Standard_ND96amsr_A100_v4", "linux", Decimal("30.00"), "EUR", m, "t", m],
+    )
     usd = _get(ui_client, "/api/gpu/cheapest", ui_headers)
     assert usd["currency"] == "USD" and usd["currencies"] == ["EUR", "USD"]
     assert {i["provider"] for i in usd["items"]} == {"aws"} and len(usd["items"]) == 4
     assert {i["currency"] for i in usd["items"]} == {"USD"}
     eur = _get(ui_client, "/api/gpu/cheapest", ui_headers, currency="EUR")
     assert [(i["instance_type"], i["price_per_hour"], i["currency"]) for i in eur["items"]] == [
-        ("Standard_ND96amsr_A100_v4", 30.0, "EUR")]
+        ("Standard_ND96amsr_A100_v4", 30.0, "EUR")
+    ]
     none = _get(ui_client, "/api/gpu/cheapest", ui_headers, currency="GBP")
     assert none["empty"] is True and "EUR, USD" in none["reason"]
-    assert ui_client.get("/api/gpu/cheapest", headers=ui_headers, params={"currency": "usd'--"}).status_code == 422
+    assert (
+        ui_client.get("/api/gpu/cheapest", headers=ui_headers, params={"currency": "usd'--"}).status_code
+        == 422
+    )
 
 
 def test_locked_warehouse_answers_503(ui_client, ui_headers, duckdb_wh, monkeypatch):
@@ -301,8 +364,9 @@ def test_locked_warehouse_answers_503(ui_client, ui_headers, duckdb_wh, monkeypa
     path = duckdb_wh.path
     duckdb_wh.close()
     code = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('ready', flush=True); sys.stdin.read()"
-    proc = subprocess.Popen([sys.executable, "-c", code, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "ready"
         monkeypatch.setenv("FINOPS_UI_LOCK_TIMEOUT_S", "0.3")
@@ -333,7 +397,8 @@ def test_postgres_warehouse_through_config(ui_client, ui_headers, pg_wh, pg_conn
     assert [i["resource_id"] for i in res["items"]] == ["bq-warehouse", "bucket-data"]
     tags = _get(ui_client, "/api/tag-compliance", ui_headers)
     assert Decimal(tags["non_compliant_cost"]["USD"]) == sum(
-        (UI_FACTS.effective_by_resource[r] for r in UI_FACTS.noncompliant), Decimal(0))
+        (UI_FACTS.effective_by_resource[r] for r in UI_FACTS.noncompliant), Decimal(0)
+    )
     assert _get(ui_client, "/api/anomalies", ui_headers)["items"][0]["contributors"][0]["key"] == "i-gpu-001"
     assert _get(ui_client, "/api/policy-actions", ui_headers, dry_run="true")["total"] == 2
     assert _get(ui_client, "/api/showback", ui_headers)["totals"] == {"USD": "6799.85"}

@@ -14,8 +14,15 @@ import pytest
 from tests.fixtures.ui import UI_PASSWORD, UI_USER
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
@@ -72,7 +79,8 @@ def test_finops_view_in_the_airflow_ui(ui_server):
             # the chart drew real pixels (not a blank canvas)
             inked = frame.locator("#chart-provider").evaluate(
                 "c => { const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;"
-                " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }")
+                " let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++; return n; }"
+            )
             assert inked > 1000
             page.screenshot(path=str(ARTIFACTS / "finops-in-airflow-ui.png"))
 

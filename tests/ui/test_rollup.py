@@ -15,21 +15,33 @@ KEYS = ["team", 'Te"am', "équipe"]
 
 
 def _rows() -> list[dict]:
-    teams = [{"team": "ml"}, {'Te"am': "'; drop table x;--"}, {"équipe": "données 🚀"}, {"other": "x"}, None,
-             {"team": "=cmd|' /C calc'!A0", "équipe": "shadowed"}]
+    teams = [
+        {"team": "ml"},
+        {'Te"am': "'; drop table x;--"},
+        {"équipe": "données 🚀"},
+        {"other": "x"},
+        None,
+        {"team": "=cmd|' /C calc'!A0", "équipe": "shadowed"},
+    ]
     rows = []
     for i in range(60):
         tags = teams[i % len(teams)]
-        rows.append(focus_row(
-            "aws-main", "2026-03", i,
-            charge_period_start=datetime(2026, 3, 1 + i % 5, i % 24),
-            charge_period_end=datetime(2026, 3, 1 + i % 5, i % 24, 59),
-            billed_cost=Decimal(f"{i}.0123456789"), effective_cost=Decimal(f"{i % 7}.5000000001"),
-            billing_currency="EUR" if i % 4 == 0 else "USD",
-            service_name="Amazon S3" if i % 3 == 0 else "Amazon EC2",
-            resource_id=f"i-{i % 9:08x}", resource_name=None if i % 2 else f"name-{i % 9}",
-            tags=None if tags is None else json.dumps(tags),
-        ))
+        rows.append(
+            focus_row(
+                "aws-main",
+                "2026-03",
+                i,
+                charge_period_start=datetime(2026, 3, 1 + i % 5, i % 24),
+                charge_period_end=datetime(2026, 3, 1 + i % 5, i % 24, 59),
+                billed_cost=Decimal(f"{i}.0123456789"),
+                effective_cost=Decimal(f"{i % 7}.5000000001"),
+                billing_currency="EUR" if i % 4 == 0 else "USD",
+                service_name="Amazon S3" if i % 3 == 0 else "Amazon EC2",
+                resource_id=f"i-{i % 9:08x}",
+                resource_name=None if i % 2 else f"name-{i % 9}",
+                tags=None if tags is None else json.dumps(tags),
+            )
+        )
     return rows
 
 
@@ -41,7 +53,9 @@ def _snapshot(wh) -> tuple[list[tuple], list[tuple]]:
 
 def test_rollups_from_staging_equal_rollups_from_the_warehouse(any_wh, tmp_path):
     staging = write_focus(tmp_path / "staging.parquet", _rows())
-    any_wh.replace_partition("focus_costs", {"x_source": "aws-main", "x_billing_period": "2026-03"}, [staging])
+    any_wh.replace_partition(
+        "focus_costs", {"x_source": "aws-main", "x_billing_period": "2026-03"}, [staging]
+    )
 
     n_sql = refresh_partition(any_wh, "aws-main", "2026-03", KEYS)
     from_warehouse = _snapshot(any_wh)
@@ -64,8 +78,14 @@ def _wait_for(dsn: str, app: str, n: int) -> None:
 
     deadline = time.monotonic() + 20
     with psycopg.connect(dsn, autocommit=True) as c:
-        while c.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
-                        "AND wait_event_type = 'Lock'", [app]).fetchone()[0] < n:
+        while (
+            c.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s "
+                "AND wait_event_type = 'Lock'",
+                [app],
+            ).fetchone()[0]
+            < n
+        ):
             assert time.monotonic() < deadline, f"never saw {n} blocked sessions"
             time.sleep(0.05)
 

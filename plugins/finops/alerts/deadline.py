@@ -54,14 +54,18 @@ def deadline_interval(spec: str, schedule: str | None, where: str = "alerts.bill
         return interval or timedelta(days=1)
     m = _DURATION.match(spec)
     if not spec or not m or not (m[1] or m[2]):
-        raise ConfigError(f"{where}: {spec!r} is neither a UTC time 'HH:MM' nor a duration like '45m', '2h', '1h30m'")
+        raise ConfigError(
+            f"{where}: {spec!r} is neither a UTC time 'HH:MM' nor a duration like '45m', '2h', '1h30m'"
+        )
     interval = timedelta(hours=int(m[1] or 0), minutes=int(m[2] or 0))
     if not timedelta(0) < interval <= MAX_INTERVAL:
         raise ConfigError(f"{where}: {spec!r} must be more than 0 and at most {MAX_INTERVAL}")
     return interval
 
 
-def billing_deadline(provider: str, schedule: str | None, deadlines: Mapping[str, str] | None = None) -> DeadlineAlert | None:
+def billing_deadline(
+    provider: str, schedule: str | None, deadlines: Mapping[str, str] | None = None
+) -> DeadlineAlert | None:
     """The DeadlineAlert for finops_billing_<provider>, or None when finops.yaml sets none.
     `deadlines` defaults to alerts.billing_deadlines of the active finops.yaml; no config file at
     parse time means no deadline (the tasks report the missing file when they run)."""

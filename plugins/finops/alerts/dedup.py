@@ -44,8 +44,9 @@ class AlertLedger:
         self.wait_s = wait_s
         self.poll_s = poll_s
 
-    def deliver_once(self, dedup_key: str, channel: str, send: Callable[[], None], *,
-                     resend_run: str | None = None) -> bool:
+    def deliver_once(
+        self, dedup_key: str, channel: str, send: Callable[[], None], *, resend_run: str | None = None
+    ) -> bool:
         """Call `send` unless the pair was delivered already; True when it was sent now, False
         when it had been. While another sender holds the pair, wait (up to wait_s) for its
         outcome: delivered -> False; released -> claim and send; still in flight -> AlertInFlight.
@@ -58,8 +59,10 @@ class AlertLedger:
             if self._status(dedup_key, channel) == "sent":
                 return False
             if time.monotonic() >= deadline:
-                raise AlertInFlight(f"{dedup_key} -> {channel}: another sender holds it (claimed less than "
-                                    f"{self.lease} ago) and has not finished; not confirmed as delivered")
+                raise AlertInFlight(
+                    f"{dedup_key} -> {channel}: another sender holds it (claimed less than "
+                    f"{self.lease} ago) and has not finished; not confirmed as delivered"
+                )
             time.sleep(self.poll_s)
         try:
             send()
@@ -89,39 +92,62 @@ class AlertLedger:
             # a failed attempt, a sender presumed dead, or (asked for again) a delivery of another run
             again, params = "", [claim, now, dedup_key, channel, now - self.lease]
             if resend_run is not None:
-                again, params = " OR (status = 'sent' AND COALESCE(resend_run, '') <> ?)", [*params, resend_run]
+                again, params = (
+                    " OR (status = 'sent' AND COALESCE(resend_run, '') <> ?)",
+                    [*params, resend_run],
+                )
             took = self.wh.query(
                 "UPDATE alert_state SET status = 'sending', claim_id = ?, claimed_at = ? "
                 "WHERE dedup_key = ? AND channel = ? AND (status = 'failed' OR (status = 'sending' AND claimed_at < ?)"
-                f"{again}) RETURNING claim_id", params,
+                f"{again}) RETURNING claim_id",
+                params,
             )
         return claim if took else None
 
     def _status(self, dedup_key: str, channel: str) -> str | None:
-        rows = self.wh.query("SELECT status FROM alert_state WHERE dedup_key = ? AND channel = ?", [dedup_key, channel])
+        rows = self.wh.query(
+            "SELECT status FROM alert_state WHERE dedup_key = ? AND channel = ?", [dedup_key, channel]
+        )
         return rows[0][0] if rows else None
 
-    def _finish(self, dedup_key: str, channel: str, claim: str, *, delivered: bool,
-                resend_run: str | None = None) -> None:
+    def _finish(
+        self, dedup_key: str, channel: str, claim: str, *, delivered: bool, resend_run: str | None = None
+    ) -> None:
         now = _now()
         if delivered:
-            sql = ("UPDATE alert_state SET status = 'sent', claim_id = NULL, send_count = send_count + 1, "
-                   "first_sent_at = COALESCE(first_sent_at, ?), last_sent_at = ?, resend_run = COALESCE(?, resend_run) ")
+            sql = (
+                "UPDATE alert_state SET status = 'sent', claim_id = NULL, send_count = send_count + 1, "
+                "first_sent_at = COALESCE(first_sent_at, ?), last_sent_at = ?, resend_run = COALESCE(?, resend_run) "
+            )
             params: list = [now, now, resend_run]
         else:  # delivered before (a resend that failed): still 'sent'; never delivered: the next emitter sends
-            sql = ("UPDATE alert_state SET status = CASE WHEN send_count > 0 THEN 'sent' ELSE 'failed' END, "
-                   "claim_id = NULL, claimed_at = ? ")
+            sql = (
+                "UPDATE alert_state SET status = CASE WHEN send_count > 0 THEN 'sent' ELSE 'failed' END, "
+                "claim_id = NULL, claimed_at = ? "
+            )
             params = [now]
         try:
             with self._lock(dedup_key, channel):
-                kept = self.wh.query(sql + "WHERE dedup_key = ? AND channel = ? AND claim_id = ? RETURNING 1",
-                                     [*params, dedup_key, channel, claim])
+                kept = self.wh.query(
+                    sql + "WHERE dedup_key = ? AND channel = ? AND claim_id = ? RETURNING 1",
+                    [*params, dedup_key, channel, claim],
+                )
         except Exception as e:  # noqa: BLE001 - the claim expires after the lease: the alert is not lost
             if not delivered:
-                log.error("alert %s -> %s: releasing the claim failed (%s); another sender takes it over after %s",
-                          dedup_key, channel, e, self.lease)
+                log.error(
+                    "alert %s -> %s: releasing the claim failed (%s); another sender takes it over after %s",
+                    dedup_key,
+                    channel,
+                    e,
+                    self.lease,
+                )
                 return
             raise
         if not kept:
-            log.warning("alert %s -> %s: the claim was taken over (this delivery outlived the %s lease); "
-                        "it may have been delivered twice", dedup_key, channel, self.lease)
+            log.warning(
+                "alert %s -> %s: the claim was taken over (this delivery outlived the %s lease); "
+                "it may have been delivered twice",
+                dedup_key,
+                channel,
+                self.lease,
+            )

@@ -58,10 +58,20 @@ def build_message(event: AlertEvent) -> dict[str, Any]:
     context = f"{sev} *{escape(event.severity)}* · {escape(event.kind)}"
     if event.team:
         context += f" · team {escape(event.team)}"
-    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": clip(context, 300), "verbatim": True}]})
+    blocks.append(
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(context, 300), "verbatim": True}]}
+    )
     if event.summary:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": clip(escape(event.summary), SECTION_MAX),
-                                                   "verbatim": True}})
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": clip(escape(event.summary), SECTION_MAX),
+                    "verbatim": True,
+                },
+            }
+        )
     fields = [
         {"type": "mrkdwn", "verbatim": True, "text": clip(f"*{escape(k)}*\n{escape(v)}", FIELD_MAX)}
         for k, v in list(event.facts.items())[:20]
@@ -72,8 +82,13 @@ def build_message(event: AlertEvent) -> dict[str, Any]:
     for name, url in list(event.links.items())[:5]:
         safe = _safe_url(url)
         if safe:
-            buttons.append({"type": "button", "text": {"type": "plain_text", "text": clip(escape(name), 70)},
-                            "url": safe})
+            buttons.append(
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": clip(escape(name), 70)},
+                    "url": safe,
+                }
+            )
     if buttons:
         blocks.append({"type": "actions", "elements": buttons})
     text = clip(escape(f"[{event.severity}] {event.title}"), FALLBACK_MAX)
@@ -87,12 +102,24 @@ class BoundedRateLimitHandler(RetryHandler):
         super().__init__(max_retry_count=max_retry_count)
         self.max_wait_s = max_wait_s
 
-    def _can_retry(self, *, state: RetryState, request: HttpRequest, response: HttpResponse | None = None,
-                   error: Exception | None = None) -> bool:
+    def _can_retry(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> bool:
         return response is not None and response.status_code == 429
 
-    def prepare_for_next_attempt(self, *, state: RetryState, request: HttpRequest,
-                                 response: HttpResponse | None = None, error: Exception | None = None) -> None:
+    def prepare_for_next_attempt(
+        self,
+        *,
+        state: RetryState,
+        request: HttpRequest,
+        response: HttpResponse | None = None,
+        error: Exception | None = None,
+    ) -> None:
         wait = 1.0
         if response is not None:
             for k, v in response.headers.items():
@@ -109,8 +136,14 @@ class BoundedRateLimitHandler(RetryHandler):
         state.increment_current_attempt()
 
 
-def send_slack(event: AlertEvent, conn_id: str, channel: str | None = None, *, max_retries: int = 3,
-               max_wait_s: float = 30.0) -> None:
+def send_slack(
+    event: AlertEvent,
+    conn_id: str,
+    channel: str | None = None,
+    *,
+    max_retries: int = 3,
+    max_wait_s: float = 30.0,
+) -> None:
     """Deliver one event; raises on a final failure (the caller's emit() reports it)."""
     from airflow.providers.slack.hooks.slack import SlackHook
     from airflow.providers.slack.hooks.slack_webhook import SlackWebhookHook
@@ -125,9 +158,12 @@ def send_slack(event: AlertEvent, conn_id: str, channel: str | None = None, *, m
     conn = BaseHook.get_connection(conn_id)
     if conn.conn_type == "slack":
         if not channel:
-            raise ValueError(f"slack connection {conn_id!r} is an API connection: the route needs slack_channel")
+            raise ValueError(
+                f"slack connection {conn_id!r} is an API connection: the route needs slack_channel"
+            )
         SlackHook(slack_conn_id=conn_id, retry_handlers=handlers).call(
-            "chat.postMessage", json={"channel": channel, "link_names": False, "unfurl_links": False, **payload}
+            "chat.postMessage",
+            json={"channel": channel, "link_names": False, "unfurl_links": False, **payload},
         )
     else:
         SlackWebhookHook(slack_webhook_conn_id=conn_id, retry_handlers=handlers).send(

@@ -73,7 +73,7 @@ def norm_key(key: str) -> str:
     k = key.strip().lower()
     for p in ("user:", "user_"):
         if k.startswith(p):
-            k = k[len(p):]
+            k = k[len(p) :]
     return re.sub(r"[-\s.:]+", "_", k)
 
 
@@ -149,7 +149,9 @@ class Resolver:
 
 
 def _line(row: CostRow, rules: AllocationRules) -> str:
-    return line_of(row.service_category, row.usage_type, row.instance_type, row.service_name, rules.gpu_models)
+    return line_of(
+        row.service_category, row.usage_type, row.instance_type, row.service_name, rules.gpu_models
+    )
 
 
 def allocate(
@@ -161,8 +163,19 @@ def allocate(
     out: dict[tuple, Decimal] = defaultdict(lambda: ZERO)
 
     def add(row: CostRow, team: str, allocation: str, rule: str | None, amount: Decimal) -> None:
-        key = (row.day, row.billing_period, team, allocation, rule, row.provider, row.billing_account_id,
-               row.sub_account_id, row.service_name, _line(row, rules), row.currency)
+        key = (
+            row.day,
+            row.billing_period,
+            team,
+            allocation,
+            rule,
+            row.provider,
+            row.billing_account_id,
+            row.sub_account_id,
+            row.service_name,
+            _line(row, rules),
+            row.currency,
+        )
         out[key] += amount
 
     # group by (day, currency): shares are computed against the same day's direct cost
@@ -219,9 +232,22 @@ def allocate(
                 add(row, bucket, "unallocated", None, amt)
 
     return [
-        Allocated(day=k[0], billing_period=k[1], cost_view=view, team=k[2], cost_centre=rules.cost_centre(k[2]),
-                  allocation=k[3], rule=k[4], provider=k[5], billing_account_id=k[6], sub_account_id=k[7],
-                  service_name=k[8], line=k[9], currency=k[10], cost=v)
+        Allocated(
+            day=k[0],
+            billing_period=k[1],
+            cost_view=view,
+            team=k[2],
+            cost_centre=rules.cost_centre(k[2]),
+            allocation=k[3],
+            rule=k[4],
+            provider=k[5],
+            billing_account_id=k[6],
+            sub_account_id=k[7],
+            service_name=k[8],
+            line=k[9],
+            currency=k[10],
+            cost=v,
+        )
         for k, v in sorted(out.items(), key=lambda kv: tuple("" if x is None else str(x) for x in kv[0]))
     ]
 
@@ -265,8 +291,21 @@ def chargeback(allocated: Iterable[Allocated]) -> list[ChargebackLine]:
         for team, c in round_total_preserving(totals).items():
             cents[(*g, team)] = c
     return [
-        ChargebackLine(p, v, t, cc.get(t), cur, d["direct"], d["shared"], d["unallocated"], d["gpu"],
-                       d["storage"], d["egress"], d["total"], cents[(p, v, cur, t)])
+        ChargebackLine(
+            p,
+            v,
+            t,
+            cc.get(t),
+            cur,
+            d["direct"],
+            d["shared"],
+            d["unallocated"],
+            d["gpu"],
+            d["storage"],
+            d["egress"],
+            d["total"],
+            cents[(p, v, cur, t)],
+        )
         for (p, v, cur, t), d in sorted(acc.items())
     ]
 

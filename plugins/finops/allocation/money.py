@@ -31,7 +31,9 @@ def to_units(amount: Decimal, quantum: Decimal) -> int:
     return units.numerator
 
 
-def split(amount: Decimal, weights: Mapping[str, Decimal], quantum: Decimal = WAREHOUSE_QUANTUM) -> dict[str, Decimal]:
+def split(
+    amount: Decimal, weights: Mapping[str, Decimal], quantum: Decimal = WAREHOUSE_QUANTUM
+) -> dict[str, Decimal]:
     """Split `amount` over keys by non-negative weights (largest remainder). Zero total weight
     -> even split. Negative amounts (credits) split the same way, mirrored."""
     if not weights:
@@ -80,6 +82,6 @@ def round_total_preserving(values: Mapping[str, Decimal], quantum: Decimal = CEN
         for k in order[:left]:
             out[k] += 1
     else:  # can only happen through half-even rounding of the total
-        for k in list(reversed(order))[: -left]:
+        for k in list(reversed(order))[:-left]:
             out[k] -= 1
     return {k: from_units(out[k], quantum) for k in keys}

@@ -49,8 +49,17 @@ class Match(_Model):
 
     @model_validator(mode="after")
     def _not_empty(self) -> Match:
-        if not any((self.accounts, self.projects, self.subscriptions, self.providers, self.services,
-                    self.service_categories, self.tags)):
+        if not any(
+            (
+                self.accounts,
+                self.projects,
+                self.subscriptions,
+                self.providers,
+                self.services,
+                self.service_categories,
+                self.tags,
+            )
+        ):
             raise ValueError("match needs at least one criterion")
         return self
 
@@ -102,7 +111,14 @@ class Unallocated(_Model):
 
 DEFAULT_TAG_KEYS: dict[str, list[str]] = {
     "team": ["team", "Team", "TEAM", "user:team", "user:Team", "user_team", "team_name"],
-    "cost_centre": ["cost_centre", "cost_center", "CostCenter", "CostCentre", "user:cost_center", "user:CostCenter"],
+    "cost_centre": [
+        "cost_centre",
+        "cost_center",
+        "CostCenter",
+        "CostCentre",
+        "user:cost_center",
+        "user:CostCenter",
+    ],
 }
 
 
@@ -128,7 +144,9 @@ class AllocationRules(_Model):
             for i, s in enumerate(self.shared):
                 for t in [*s.teams, *s.percentages]:
                     if t not in known:
-                        raise ValueError(f"shared[{i}] ({s.name}): unknown team {t!r}; known: {sorted(known)}")
+                        raise ValueError(
+                            f"shared[{i}] ({s.name}): unknown team {t!r}; known: {sorted(known)}"
+                        )
         return self
 
     def cost_centre(self, team: str) -> str | None:

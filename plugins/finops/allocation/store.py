@@ -64,10 +64,23 @@ def _tags(raw: Any) -> dict[str, str]:
 def load_cost_rows(wh: Warehouse, period: str) -> list[CostRow]:
     rows = wh.query(_AGG_SQL, [period])
     return [
-        CostRow(day=r[0], billing_period=r[1], provider=r[2], billing_account_id=r[3], sub_account_id=r[4],
-                service_name=r[5], service_category=r[6], currency=r[7], tags=_tags(r[8]), instance_type=r[9],
-                usage_type=r[10], pricing_category=r[11], billed=Decimal(r[12] or 0),
-                effective=Decimal(r[13] or 0), list_cost=Decimal(r[14] or 0))
+        CostRow(
+            day=r[0],
+            billing_period=r[1],
+            provider=r[2],
+            billing_account_id=r[3],
+            sub_account_id=r[4],
+            service_name=r[5],
+            service_category=r[6],
+            currency=r[7],
+            tags=_tags(r[8]),
+            instance_type=r[9],
+            usage_type=r[10],
+            pricing_category=r[11],
+            billed=Decimal(r[12] or 0),
+            effective=Decimal(r[13] or 0),
+            list_cost=Decimal(r[14] or 0),
+        )
         for r in rows
     ]
 
@@ -77,7 +90,8 @@ def source_totals(wh: Warehouse, period: str) -> dict[tuple[str, str], Decimal]:
     out: dict[tuple[str, str], Decimal] = {}
     for cur, billed, eff in wh.query(
         "SELECT billing_currency, SUM(billed_cost), SUM(effective_cost) FROM focus_costs "
-        "WHERE x_billing_period = ? GROUP BY 1", [period]
+        "WHERE x_billing_period = ? GROUP BY 1",
+        [period],
     ):
         out[("billed", cur)] = Decimal(billed or 0)
         out[("amortised", cur)] = Decimal(eff or 0)
@@ -89,7 +103,11 @@ def check_conservation(expected: dict[tuple[str, str], Decimal], allocated: Sequ
     for a in allocated:
         got[(a.cost_view, a.currency)] += a.cost
     keys = set(expected) | set(got)
-    bad = {k: (expected.get(k, ZERO), got.get(k, ZERO)) for k in keys if expected.get(k, ZERO) != got.get(k, ZERO)}
+    bad = {
+        k: (expected.get(k, ZERO), got.get(k, ZERO))
+        for k in keys
+        if expected.get(k, ZERO) != got.get(k, ZERO)
+    }
     if bad:
         raise ConservationError(f"allocation does not reconcile with focus_costs: {bad}")
 
@@ -108,7 +126,7 @@ FROM focus_costs f
 WHERE f.x_billing_period = ? AND f.resource_id IS NOT NULL AND EXISTS (
     SELECT 1 FROM policy_actions p
     WHERE p.resource_id = f.resource_id AND p.policy_kind = 'idle' AND p.decision = 'idle'
-      AND f.charge_period_start >= {ts('window_start')} AND f.charge_period_start < {ts('window_end')})
+      AND f.charge_period_start >= {ts("window_start")} AND f.charge_period_start < {ts("window_end")})
 GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9, 10
 """
 
@@ -135,9 +153,22 @@ def idle_gpu_cost(wh: Warehouse, period: str, rules: AllocationRules) -> dict[Id
         model = gpu_model(itype, rules.gpu_models)
         if not model:
             continue
-        row = CostRow(day=datetime.now(UTC).date(), billing_period=period, provider=prov, billing_account_id=acct,
-                      sub_account_id=sub, service_name=svc, service_category=cat, currency=cur, billed=ZERO,
-                      effective=ZERO, tags=_tags(tags), instance_type=itype, usage_type=utype, pricing_category=pcat)
+        row = CostRow(
+            day=datetime.now(UTC).date(),
+            billing_period=period,
+            provider=prov,
+            billing_account_id=acct,
+            sub_account_id=sub,
+            service_name=svc,
+            service_category=cat,
+            currency=cur,
+            billed=ZERO,
+            effective=ZERO,
+            tags=_tags(tags),
+            instance_type=itype,
+            usage_type=utype,
+            pricing_category=pcat,
+        )
         kind, team, _, _ = res.resolve(row)  # the same team gpu_view() gives this row
         team = team if kind == "direct" and team else rules.unallocated.bucket
         po = purchase_option(pcat, utype)
@@ -159,17 +190,58 @@ def _schemas() -> dict[str, pa.Schema]:
     s = pa.string()
     ts = pa.timestamp("us")
     return {
-        "showback_daily": pa.schema([
-            ("day", pa.date32()), ("billing_period", s), ("cost_view", s), ("team", s), ("cost_centre", s),
-            ("allocation", s), ("rule", s), ("provider", s), ("billing_account_id", s), ("sub_account_id", s),
-            ("service_name", s), ("line", s), ("currency", s), ("cost", m), ("computed_at", ts)]),
-        "chargeback_monthly": pa.schema([
-            ("billing_period", s), ("cost_view", s), ("team", s), ("cost_centre", s), ("currency", s),
-            ("direct_cost", m), ("shared_cost", m), ("unallocated_cost", m), ("gpu_cost", m), ("storage_cost", m),
-            ("egress_cost", m), ("total_cost", m), ("total_cents", m), ("computed_at", ts)]),
-        "showback_gpu_monthly": pa.schema([
-            ("billing_period", s), ("cost_view", s), ("team", s), ("gpu_model", s), ("purchase_option", s),
-            ("currency", s), ("cost", m), ("list_cost", m), ("savings", m), ("idle_cost", m), ("computed_at", ts)]),
+        "showback_daily": pa.schema(
+            [
+                ("day", pa.date32()),
+                ("billing_period", s),
+                ("cost_view", s),
+                ("team", s),
+                ("cost_centre", s),
+                ("allocation", s),
+                ("rule", s),
+                ("provider", s),
+                ("billing_account_id", s),
+                ("sub_account_id", s),
+                ("service_name", s),
+                ("line", s),
+                ("currency", s),
+                ("cost", m),
+                ("computed_at", ts),
+            ]
+        ),
+        "chargeback_monthly": pa.schema(
+            [
+                ("billing_period", s),
+                ("cost_view", s),
+                ("team", s),
+                ("cost_centre", s),
+                ("currency", s),
+                ("direct_cost", m),
+                ("shared_cost", m),
+                ("unallocated_cost", m),
+                ("gpu_cost", m),
+                ("storage_cost", m),
+                ("egress_cost", m),
+                ("total_cost", m),
+                ("total_cents", m),
+                ("computed_at", ts),
+            ]
+        ),
+        "showback_gpu_monthly": pa.schema(
+            [
+                ("billing_period", s),
+                ("cost_view", s),
+                ("team", s),
+                ("gpu_model", s),
+                ("purchase_option", s),
+                ("currency", s),
+                ("cost", m),
+                ("list_cost", m),
+                ("savings", m),
+                ("idle_cost", m),
+                ("computed_at", ts),
+            ]
+        ),
     }
 
 
@@ -203,8 +275,9 @@ def stale_periods(wh: Warehouse) -> list[str]:
     """Billing periods whose newest load is newer than their showback (or that have cost but no
     showback yet). A restatement of a month outside the default window (a manual reload of an
     older period, late GCP rows) would otherwise never reach chargeback_monthly or the reports."""
-    loads = dict(wh.query("SELECT billing_period, MAX(finished_at) FROM load_log WHERE status = 'loaded' "
-                          "GROUP BY 1"))
+    loads = dict(
+        wh.query("SELECT billing_period, MAX(finished_at) FROM load_log WHERE status = 'loaded' GROUP BY 1")
+    )
     done = dict(wh.query("SELECT billing_period, MAX(computed_at) FROM chargeback_monthly GROUP BY 1"))
     out = []
     for period, loaded in sorted(loads.items()):
@@ -236,8 +309,9 @@ def run_showback(wh: Warehouse, period: str, rules: AllocationRules) -> Showback
     gpu_rows = [{**asdict(g), "computed_at": now} for g in gpu]
     # idle GPU cost (from the policy audit log) on the GPU line it belongs to
     for g in gpu_rows:
-        g["idle_cost"] = idle.get((g["cost_view"], g["team"], g["gpu_model"], g["purchase_option"], g["currency"]),
-                                  ZERO)
+        g["idle_cost"] = idle.get(
+            (g["cost_view"], g["team"], g["gpu_model"], g["purchase_option"], g["currency"]), ZERO
+        )
     # chargeback_monthly last: its computed_at is what stale_periods() compares with the loads, so a
     # failure before it leaves the period stale (recomputed next run), never half-written but "fresh"
     n_daily = _replace(wh, "showback_daily", period, daily)

@@ -47,8 +47,9 @@ def run_showback_task(period: str) -> dict[str, Any]:
         wh.close()
 
 
-def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = None,
-                       source: Source | None = None) -> dict[str, Any]:
+def run_anomalies_task(
+    send_alerts: bool = True, lookback_days: int | None = None, source: Source | None = None
+) -> dict[str, Any]:
     from dataclasses import asdict
 
     from finops.alerts.dedup import AlertLedger
@@ -66,19 +67,28 @@ def run_anomalies_task(send_alerts: bool = True, lookback_days: int | None = Non
         clear_sinks()
         if send_alerts:
             register_configured_sinks(ledger=AlertLedger(wh))
-        res = run_anomalies(wh, settings, now=datetime.now(UTC).replace(tzinfo=None), deliver=send_alerts,
-                            source=source)
+        res = run_anomalies(
+            wh, settings, now=datetime.now(UTC).replace(tzinfo=None), deliver=send_alerts, source=source
+        )
         if res.alert_errors:
-            raise RuntimeError(f"{res.alert_errors} alert deliveries failed; anomalies stay pending and are "
-                               "retried on the next run")
+            raise RuntimeError(
+                f"{res.alert_errors} alert deliveries failed; anomalies stay pending and are "
+                "retried on the next run"
+            )
         return asdict(res)
     finally:
         clear_sinks()
         wh.close()
 
 
-def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[str] | None = None,
-                    resend: bool = False, run_id: str | None = None) -> dict[str, Any]:
+def run_report_task(
+    period: str,
+    cost_view: str,
+    send_email: bool,
+    teams: list[str] | None = None,
+    resend: bool = False,
+    run_id: str | None = None,
+) -> dict[str, Any]:
     from finops.alerts.dedup import AlertLedger
     from finops.allocation.report import build_reports, email_reports, save_reports
     from finops.config import get_config
@@ -90,8 +100,16 @@ def run_report_task(period: str, cost_view: str, send_email: bool, teams: list[s
         paths = save_reports(reports, prune=not teams)  # all teams: a restated month's old ones go
         # the ledger (alert_state) makes a retry or re-run send each unchanged report once per route, and
         # a retry of a "Send again" run repeat only what that run has not re-sent yet
-        sent = email_reports(reports, get_config().alerts, AlertLedger(wh), resend=resend,
-                             run_id=run_id) if send_email else {}
+        sent = (
+            email_reports(reports, get_config().alerts, AlertLedger(wh), resend=resend, run_id=run_id)
+            if send_email
+            else {}
+        )
     finally:
         wh.close()
-    return {"period": period, "teams": [r.team for r in reports], "files": [str(p) for p in paths], "emailed": sent}
+    return {
+        "period": period,
+        "teams": [r.team for r in reports],
+        "files": [str(p) for p in paths],
+        "emailed": sent,
+    }

@@ -18,8 +18,13 @@ class Contributor:
     share: float  # of the sum of positive deltas (0..1)
 
     def as_dict(self) -> dict[str, str | float]:
-        return {"key": self.key, "actual": str(self.actual), "expected": str(self.expected),
-                "delta": str(self.delta), "share": round(self.share, 4)}
+        return {
+            "key": self.key,
+            "actual": str(self.actual),
+            "expected": str(self.expected),
+            "delta": str(self.delta),
+            "share": round(self.share, 4),
+        }
 
 
 def contributors(
@@ -37,5 +42,7 @@ def contributors(
         share = float(deltas[k] / rise)
         if share < min_share:
             break
-        out.append(Contributor(k, Decimal(actual.get(k, ZERO)), Decimal(expected.get(k, ZERO)), deltas[k], share))
+        out.append(
+            Contributor(k, Decimal(actual.get(k, ZERO)), Decimal(expected.get(k, ZERO)), deltas[k], share)
+        )
     return out

@@ -30,7 +30,7 @@ def alert_event(a: Anomaly) -> AlertEvent:
         severity="critical" if a.severity == "critical" else "warning",
         team=a.monitor_key if a.monitor_type == "team" else None,
         summary=f"{a.monitor_key} spent {a.actual:,.2f} {a.currency} on {a.peak_day.isoformat()}, "
-                f"expected about {a.expected:,.2f}.",
+        f"expected about {a.expected:,.2f}.",
         facts=facts,
         dedup_key=a.anomaly_id,
         # acknowledge / mark expected / snooze it in the FinOps view

@@ -77,7 +77,11 @@ def severity(delta: Decimal, pct: float, abs_floor: float) -> str:
 
 
 def reconcile(
-    existing: list[Anomaly], events: list[Event], data_end: date, now: datetime, abs_floor: float = 50.0,
+    existing: list[Anomaly],
+    events: list[Event],
+    data_end: date,
+    now: datetime,
+    abs_floor: float = 50.0,
     gap_days: int = 2,
 ) -> Plan:
     """Match events to stored anomalies of the same series: same start day or touching the
@@ -100,11 +104,23 @@ def reconcile(
         if match is None:
             new = Anomaly(
                 anomaly_id=anomaly_id(*series[:2], ev.cost_view, ev.currency, ev.start_day),
-                monitor_type=ev.monitor_type, monitor_key=ev.monitor_key, cost_view=ev.cost_view,
-                currency=ev.currency, status="open", start_day=ev.start_day, last_day=ev.last_day,
-                peak_day=ev.peak_day, actual=ev.actual, expected=ev.expected, delta=ev.delta,
-                total_impact=ev.total_impact, pct=ev.pct, score=ev.score,
-                severity=severity(ev.delta, ev.pct, abs_floor), first_detected_at=now, updated_at=now,
+                monitor_type=ev.monitor_type,
+                monitor_key=ev.monitor_key,
+                cost_view=ev.cost_view,
+                currency=ev.currency,
+                status="open",
+                start_day=ev.start_day,
+                last_day=ev.last_day,
+                peak_day=ev.peak_day,
+                actual=ev.actual,
+                expected=ev.expected,
+                delta=ev.delta,
+                total_impact=ev.total_impact,
+                pct=ev.pct,
+                score=ev.score,
+                severity=severity(ev.delta, ev.pct, abs_floor),
+                first_detected_at=now,
+                updated_at=now,
             )
             plan.new.append(new)
             by_series.setdefault(series, []).append(new)
@@ -113,15 +129,20 @@ def reconcile(
         touched.add(match.anomaly_id)
         peak_is_new = ev.delta > match.delta
         upd = replace(
-            match, status="open", start_day=min(match.start_day, ev.start_day),
+            match,
+            status="open",
+            start_day=min(match.start_day, ev.start_day),
             last_day=max(match.last_day, ev.last_day),
             peak_day=ev.peak_day if peak_is_new else match.peak_day,
             actual=ev.actual if peak_is_new else match.actual,
             expected=ev.expected if peak_is_new else match.expected,
             delta=ev.delta if peak_is_new else match.delta,
             total_impact=max(match.total_impact, ev.total_impact),
-            pct=max(match.pct, ev.pct), score=max(match.score, ev.score),
-            severity=max(match.severity, severity(ev.delta, ev.pct, abs_floor), key=["warning", "critical"].index),
+            pct=max(match.pct, ev.pct),
+            score=max(match.score, ev.score),
+            severity=max(
+                match.severity, severity(ev.delta, ev.pct, abs_floor), key=["warning", "critical"].index
+            ),
             updated_at=now,
         )
         if upd != match:

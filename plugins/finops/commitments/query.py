@@ -165,7 +165,9 @@ def gcp_cud_rows(wh: Any, start: date, end: date) -> tuple[list[CudFee], list[Cu
     """The GCP CUD fees and the CUD-covered usage with charge period starting in [start, end)."""
     params = [datetime.combine(start, datetime.min.time()), datetime.combine(end, datetime.min.time())]
     fees = [
-        CudFee(r[0], r[1], _as_date(r[2]), r[3] or "", r[4], r[5], Decimal(r[6]), Decimal(r[7] or 0), r[8] or "")
+        CudFee(
+            r[0], r[1], _as_date(r[2]), r[3] or "", r[4], r[5], Decimal(r[6]), Decimal(r[7] or 0), r[8] or ""
+        )
         for r in wh.query(_GCP_FEES, params)
     ]
     covered = [

@@ -148,12 +148,13 @@ def fetch_end_dates(wh: Any, settings: CommitmentsSettings) -> FetchResult:
             else:
                 if not project:
                     raise ValueError(
-                        "commitments.end_date_sources: a gcp source needs project "
-                        "(the connection names none)"
+                        "commitments.end_date_sources: a gcp source needs project (the connection names none)"
                     )
                 items = gcp_end_dates(client, project)
             res.stored[name] = inv.store(wh, items)
         except Exception as e:  # noqa: BLE001 - one failing API must not hide the others' dates
-            log.exception("commitment end dates from %s not read; the inventory keeps its previous dates", name)
+            log.exception(
+                "commitment end dates from %s not read; the inventory keeps its previous dates", name
+            )
             res.failed[name] = f"{type(e).__name__}: {e}"[:500]
     return res

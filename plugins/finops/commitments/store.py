@@ -36,11 +36,15 @@ def _now() -> datetime:
 
 def spend_discount(settings: CommitmentsSettings) -> Any:
     """term years -> the spend-based CUD discount the settings give (no-upfront offer)."""
-    rates = {o.term_years: o.discount for o in settings.offers("gcp", "spend_cud") if o.payment == "no_upfront"}
+    rates = {
+        o.term_years: o.discount for o in settings.offers("gcp", "spend_cud") if o.payment == "no_upfront"
+    }
 
     def discount(years: int) -> Decimal:
         if years not in rates:
-            raise ValueError(f"commitments.discounts.gcp.spend_cud.{years}y.no_upfront: no rate for a {years}-year CUD")
+            raise ValueError(
+                f"commitments.discounts.gcp.spend_cud.{years}y.no_upfront: no rate for a {years}-year CUD"
+            )
         return rates[years]
 
     return discount

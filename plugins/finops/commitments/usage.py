@@ -161,7 +161,9 @@ def utilisation(lines: Iterable[CommitmentLine], grain: Grain = "month") -> list
             key = (ln.provider, ln.commitment_id, ln.currency, _period(day, grain))
             u = out.get(key)
             if u is None:
-                u = out[key] = Utilisation(ln.provider, ln.commitment_id, ln.commitment_type, ln.currency, key[3])
+                u = out[key] = Utilisation(
+                    ln.provider, ln.commitment_id, ln.commitment_type, ln.currency, key[3]
+                )
             u.commitment_type = u.commitment_type or ln.commitment_type
             qty = quantity or ZERO
             if ln.status == "Used":
@@ -202,7 +204,9 @@ def coverage(
         if not eligible and ln.status not in ("Used", "Unused"):
             continue
         fam = instance_family(ln.provider, ln.instance_type) if by_family and ln.status != "Unused" else None
-        for day, cost, _ in prorated(ln, grain) if ln.status == "Unused" else [(ln.day, ln.effective_cost, None)]:
+        for day, cost, _ in (
+            prorated(ln, grain) if ln.status == "Unused" else [(ln.day, ln.effective_cost, None)]
+        ):
             key = (
                 ln.provider,
                 ln.account if by_account else None,

@@ -131,18 +131,30 @@ def _tags(layout: str, tags: dict[str, str]) -> str:
     return body[1:-1] if layout == "ea" else body  # EA: members without the outer braces
 
 
-def generate(period: str = "2026-10", layout: str = "ea", kind: str = "amortized", days: int = 3,
-             seed: int = 11, currency: str = "USD") -> AzureSample:
+def generate(
+    period: str = "2026-10",
+    layout: str = "ea",
+    kind: str = "amortized",
+    days: int = 3,
+    seed: int = 11,
+    currency: str = "USD",
+) -> AzureSample:
     rng = random.Random(seed)
     y, m = (int(x) for x in period.split("-"))
     first = date(y, m, 1)
     nxt = date(y + (m == 12), m % 12 + 1, 1)
     fx = Decimal("1") if currency == "USD" else Decimal("0.9231")
     acct = "8611537" if layout == "ea" else "a1b2c3d4-0000-4000-8000-123456789abc:e5f6_2019-05-31"
-    base = {"account_id": acct, "account_name": "Contoso", "profile_id": "PROF-1" if layout == "mca" else "8611537",
-            "invoice_id": "G012345678" if layout == "mca" else None, "currency": currency,
-            "pstart": first.strftime("%m/%d/%Y"), "pend": (nxt - timedelta(days=1)).strftime("%m/%d/%Y"),
-            "publisher_type": "Microsoft" if layout == "mca" else "Azure"}
+    base = {
+        "account_id": acct,
+        "account_name": "Contoso",
+        "profile_id": "PROF-1" if layout == "mca" else "8611537",
+        "invoice_id": "G012345678" if layout == "mca" else None,
+        "currency": currency,
+        "pstart": first.strftime("%m/%d/%Y"),
+        "pend": (nxt - timedelta(days=1)).strftime("%m/%d/%Y"),
+        "publisher_type": "Microsoft" if layout == "mca" else "Azure",
+    }
     rows: list[dict[str, Any]] = []
     billed = effective = Decimal(0)
     res_id = "/providers/Microsoft.Capacity/reservationOrders/ro-1/reservations/r-1"
@@ -159,55 +171,169 @@ def generate(period: str = "2026-10", layout: str = "ea", kind: str = "amortized
             team = ["ml", "web", "data"][i]
             qty = Decimal(str(round(rng.uniform(4, 24), 4)))
             p = (Decimal(str(price)) * fx).quantize(Decimal("0.0001"))
-            rid = (f"/subscriptions/0000000{i}-1111-2222-3333-444455556666/resourceGroups/rg-{team}/providers/"
-                   f"Microsoft.Compute/virtualMachines/vm-{team}-{d % 2}")
-            common = {"date": day, "sub_id": f"0000000{i}-1111-2222-3333-444455556666", "sub_name": f"sub-{team}",
-                      "rg": f"rg-{team}", "loc": "EastUS", "product": f"Virtual Machines {subcat} - {meter} - US East",
-                      "cat": "Virtual Machines", "subcat": subcat, "meter_id": f"meter-{i}", "meter": meter,
-                      "uom": "1 Hour", "qty": qty, "svc": "Microsoft.Compute", "rid": rid,
-                      "tags": _tags(layout, {"team": team, "env": "prod"}),
-                      "info": json.dumps({"ServiceType": size, "VCPUs": 24}), "part": f"AAA-{i:05d}",
-                      "product_id": f"DZH318Z0BQ{i}P", "payg_price": p, "freq": "UsageBased"}
+            rid = (
+                f"/subscriptions/0000000{i}-1111-2222-3333-444455556666/resourceGroups/rg-{team}/providers/"
+                f"Microsoft.Compute/virtualMachines/vm-{team}-{d % 2}"
+            )
+            common = {
+                "date": day,
+                "sub_id": f"0000000{i}-1111-2222-3333-444455556666",
+                "sub_name": f"sub-{team}",
+                "rg": f"rg-{team}",
+                "loc": "EastUS",
+                "product": f"Virtual Machines {subcat} - {meter} - US East",
+                "cat": "Virtual Machines",
+                "subcat": subcat,
+                "meter_id": f"meter-{i}",
+                "meter": meter,
+                "uom": "1 Hour",
+                "qty": qty,
+                "svc": "Microsoft.Compute",
+                "rid": rid,
+                "tags": _tags(layout, {"team": team, "env": "prod"}),
+                "info": json.dumps({"ServiceType": size, "VCPUs": 24}),
+                "part": f"AAA-{i:05d}",
+                "product_id": f"DZH318Z0BQ{i}P",
+                "payg_price": p,
+                "freq": "UsageBased",
+            }
             if i == 0:  # A100 VM covered by a reservation
                 amort = (qty * p * Decimal("0.62")).quantize(Decimal("0.000001"))
                 cost = Decimal(0) if kind == "actual" else amort
-                add({**common, "cost": cost, "unit_price": p, "eff_price": cost / qty if qty else 0,
-                     "charge_type": "Usage", "pm": "Reservation", "res_id": res_id, "res_name": "A100 1y"},
-                    Decimal(0), cost)
+                add(
+                    {
+                        **common,
+                        "cost": cost,
+                        "unit_price": p,
+                        "eff_price": cost / qty if qty else 0,
+                        "charge_type": "Usage",
+                        "pm": "Reservation",
+                        "res_id": res_id,
+                        "res_name": "A100 1y",
+                    },
+                    Decimal(0),
+                    cost,
+                )
             elif i == 2:  # spot
                 cost = (qty * p * Decimal("0.3")).quantize(Decimal("0.000001"))
-                add({**common, "cost": cost, "unit_price": p, "eff_price": p * Decimal("0.3"),
-                     "charge_type": "Usage", "pm": "Spot"}, cost, cost)
+                add(
+                    {
+                        **common,
+                        "cost": cost,
+                        "unit_price": p,
+                        "eff_price": p * Decimal("0.3"),
+                        "charge_type": "Usage",
+                        "pm": "Spot",
+                    },
+                    cost,
+                    cost,
+                )
             else:
                 cost = (qty * p).quantize(Decimal("0.000001"))
-                add({**common, "cost": cost, "unit_price": p, "eff_price": p, "charge_type": "Usage",
-                     "pm": "OnDemand"}, cost, cost)
+                add(
+                    {
+                        **common,
+                        "cost": cost,
+                        "unit_price": p,
+                        "eff_price": p,
+                        "charge_type": "Usage",
+                        "pm": "OnDemand",
+                    },
+                    cost,
+                    cost,
+                )
         if kind == "amortized":  # part of the reservation went unused that day
             unused = (Decimal("2.5") * fx).quantize(Decimal("0.000001"))
-            add({"date": day, "cat": "Virtual Machines", "meter": "NC24ads A100 v4", "uom": "1 Hour",
-                 "qty": Decimal("1.1"), "cost": unused, "charge_type": "UnusedReservation", "pm": "Reservation",
-                 "res_id": res_id, "res_name": "A100 1y", "freq": "UsageBased", "loc": "EastUS"},
-                Decimal(0), unused)
+            add(
+                {
+                    "date": day,
+                    "cat": "Virtual Machines",
+                    "meter": "NC24ads A100 v4",
+                    "uom": "1 Hour",
+                    "qty": Decimal("1.1"),
+                    "cost": unused,
+                    "charge_type": "UnusedReservation",
+                    "pm": "Reservation",
+                    "res_id": res_id,
+                    "res_name": "A100 1y",
+                    "freq": "UsageBased",
+                    "loc": "EastUS",
+                },
+                Decimal(0),
+                unused,
+            )
         storage = (Decimal(str(round(rng.uniform(1, 3), 4))) * fx).quantize(Decimal("0.000001"))
-        add({"date": day, "sub_id": "00000001-1111-2222-3333-444455556666", "sub_name": "sub-web", "rg": "rg-web",
-             "loc": "EastUS", "cat": "Storage", "subcat": "Premium SSD Managed Disks", "meter": "P30 LRS Disk",
-             "uom": "1/Month", "qty": Decimal("0.0333"), "cost": storage, "charge_type": "Usage", "pm": "OnDemand",
-             "svc": "Microsoft.Compute", "freq": "UsageBased", "tags": "",
-             "rid": "/subscriptions/00000001-1111-2222-3333-444455556666/resourceGroups/rg-web/providers/"
-                    "Microsoft.Compute/disks/disk-1"}, storage, storage)
+        add(
+            {
+                "date": day,
+                "sub_id": "00000001-1111-2222-3333-444455556666",
+                "sub_name": "sub-web",
+                "rg": "rg-web",
+                "loc": "EastUS",
+                "cat": "Storage",
+                "subcat": "Premium SSD Managed Disks",
+                "meter": "P30 LRS Disk",
+                "uom": "1/Month",
+                "qty": Decimal("0.0333"),
+                "cost": storage,
+                "charge_type": "Usage",
+                "pm": "OnDemand",
+                "svc": "Microsoft.Compute",
+                "freq": "UsageBased",
+                "tags": "",
+                "rid": "/subscriptions/00000001-1111-2222-3333-444455556666/resourceGroups/rg-web/providers/"
+                "Microsoft.Compute/disks/disk-1",
+            },
+            storage,
+            storage,
+        )
     purchase = (Decimal("1850.00") * fx).quantize(Decimal("0.01"))
-    add({"date": first.strftime("%m/%d/%Y"), "cat": "Virtual Machines", "meter": "NC24ads A100 v4",
-         "product": "Reserved VM Instance, NC24ads A100 v4, US East, 1 Year", "uom": "1 Hour", "qty": Decimal(1),
-         "cost": purchase, "charge_type": "Purchase", "pm": "Reservation", "res_id": res_id, "res_name": "A100 1y",
-         "freq": "Recurring"}, purchase, Decimal(0))  # FOCUS: commitment purchase has no EffectiveCost
+    add(
+        {
+            "date": first.strftime("%m/%d/%Y"),
+            "cat": "Virtual Machines",
+            "meter": "NC24ads A100 v4",
+            "product": "Reserved VM Instance, NC24ads A100 v4, US East, 1 Year",
+            "uom": "1 Hour",
+            "qty": Decimal(1),
+            "cost": purchase,
+            "charge_type": "Purchase",
+            "pm": "Reservation",
+            "res_id": res_id,
+            "res_name": "A100 1y",
+            "freq": "Recurring",
+        },
+        purchase,
+        Decimal(0),
+    )  # FOCUS: commitment purchase has no EffectiveCost
     refund = (Decimal("-120.00") * fx).quantize(Decimal("0.01"))
-    add({"date": (first + timedelta(days=1)).strftime("%m/%d/%Y"), "cat": "Virtual Machines",
-         "meter": "D8s v5", "product": "Reserved VM Instance, D8s v5, US East, 1 Year (exchange)", "uom": "1 Hour",
-         "qty": Decimal(1), "cost": refund, "charge_type": "Refund", "pm": "Reservation", "freq": "OneTime",
-         "res_id": "/providers/Microsoft.Capacity/reservationOrders/ro-0/reservations/r-0", "res_name": "D8s old"},
-        refund, Decimal(0))
-    return AzureSample(layout=layout, kind=kind, period=period, rows=rows, billed_total=billed,
-                       effective_total=effective, currency=currency)
+    add(
+        {
+            "date": (first + timedelta(days=1)).strftime("%m/%d/%Y"),
+            "cat": "Virtual Machines",
+            "meter": "D8s v5",
+            "product": "Reserved VM Instance, D8s v5, US East, 1 Year (exchange)",
+            "uom": "1 Hour",
+            "qty": Decimal(1),
+            "cost": refund,
+            "charge_type": "Refund",
+            "pm": "Reservation",
+            "freq": "OneTime",
+            "res_id": "/providers/Microsoft.Capacity/reservationOrders/ro-0/reservations/r-0",
+            "res_name": "D8s old",
+        },
+        refund,
+        Decimal(0),
+    )
+    return AzureSample(
+        layout=layout,
+        kind=kind,
+        period=period,
+        rows=rows,
+        billed_total=billed,
+        effective_total=effective,
+        currency=currency,
+    )
 
 
 FOCUS_HEADER = (
@@ -239,37 +365,74 @@ def focus_csv_bytes(sample: AzureSample) -> bytes:
         effective = Decimal(0) if ct in ("purchase", "refund") else r["cost"]
         mm, dd, yy = r["date"].split("/")
         tags = r.get("tags") or ""
-        w.writerow({
-            "BilledCost": billed, "EffectiveCost": effective, "ListCost": r["cost"], "ContractedCost": r["cost"],
-            "BillingAccountId": r["account_id"], "BillingAccountName": r["account_name"],
-            "BillingAccountType": "Billing Account", "BillingCurrency": r["currency"],
-            "BillingPeriodStart": start, "BillingPeriodEnd": end,
-            "ChargeCategory": {"usage": "Usage", "unusedreservation": "Usage", "purchase": "Purchase",
-                               "refund": "Purchase"}[ct],
-            "ChargeClass": "Correction" if ct == "refund" else "",
-            "ChargeDescription": r.get("meter") or "", "ChargeFrequency": "Usage-Based" if "usage" in ct else "One-Time",
-            "ChargePeriodStart": f"{yy}-{mm}-{dd}T00:00:00Z",
-            "ChargePeriodEnd": (date(int(yy), int(mm), int(dd)) + timedelta(days=1)).strftime("%Y-%m-%dT00:00:00Z"),
-            "CommitmentDiscountId": r.get("res_id") or "", "CommitmentDiscountName": r.get("res_name") or "",
-            "CommitmentDiscountCategory": "Usage" if r.get("res_id") else "",
-            "CommitmentDiscountType": "Reservation" if r.get("res_id") else "",
-            "CommitmentDiscountStatus": "Unused" if ct.startswith("unused") else ("Used" if covered else ""),
-            "ConsumedQuantity": r.get("qty") if ct == "usage" else "", "ConsumedUnit": r.get("uom") if ct == "usage" else "",
-            "InvoiceIssuerName": "Microsoft", "ProviderName": "Microsoft", "PublisherName": "Microsoft",
-            "PricingCategory": {"Reservation": "Committed", "Spot": "Dynamic"}.get(r.get("pm") or "", "Standard"),
-            "PricingQuantity": r.get("qty"), "PricingUnit": {"1 Hour": "Hours", "1/Month": "Months"}.get(r.get("uom") or "", r.get("uom")),
-            "RegionId": (r.get("loc") or "").lower(), "RegionName": "East US" if r.get("loc") else "",
-            "ResourceId": (r.get("rid") or "").lower(), "ServiceCategory": "Compute" if r.get("cat") == "Virtual Machines" else "Storage",
-            "ServiceName": r.get("cat"), "SubAccountId": r.get("sub_id") or "", "SubAccountName": r.get("sub_name") or "",
-            "SubAccountType": "Subscription" if r.get("sub_id") else "",
-            "Tags": "{" + tags + "}" if tags and not tags.startswith("{") else tags,
-            "x_SkuMeterCategory": r.get("cat"), "x_SkuDetails": r.get("info") or "",
-        })
+        w.writerow(
+            {
+                "BilledCost": billed,
+                "EffectiveCost": effective,
+                "ListCost": r["cost"],
+                "ContractedCost": r["cost"],
+                "BillingAccountId": r["account_id"],
+                "BillingAccountName": r["account_name"],
+                "BillingAccountType": "Billing Account",
+                "BillingCurrency": r["currency"],
+                "BillingPeriodStart": start,
+                "BillingPeriodEnd": end,
+                "ChargeCategory": {
+                    "usage": "Usage",
+                    "unusedreservation": "Usage",
+                    "purchase": "Purchase",
+                    "refund": "Purchase",
+                }[ct],
+                "ChargeClass": "Correction" if ct == "refund" else "",
+                "ChargeDescription": r.get("meter") or "",
+                "ChargeFrequency": "Usage-Based" if "usage" in ct else "One-Time",
+                "ChargePeriodStart": f"{yy}-{mm}-{dd}T00:00:00Z",
+                "ChargePeriodEnd": (date(int(yy), int(mm), int(dd)) + timedelta(days=1)).strftime(
+                    "%Y-%m-%dT00:00:00Z"
+                ),
+                "CommitmentDiscountId": r.get("res_id") or "",
+                "CommitmentDiscountName": r.get("res_name") or "",
+                "CommitmentDiscountCategory": "Usage" if r.get("res_id") else "",
+                "CommitmentDiscountType": "Reservation" if r.get("res_id") else "",
+                "CommitmentDiscountStatus": "Unused"
+                if ct.startswith("unused")
+                else ("Used" if covered else ""),
+                "ConsumedQuantity": r.get("qty") if ct == "usage" else "",
+                "ConsumedUnit": r.get("uom") if ct == "usage" else "",
+                "InvoiceIssuerName": "Microsoft",
+                "ProviderName": "Microsoft",
+                "PublisherName": "Microsoft",
+                "PricingCategory": {"Reservation": "Committed", "Spot": "Dynamic"}.get(
+                    r.get("pm") or "", "Standard"
+                ),
+                "PricingQuantity": r.get("qty"),
+                "PricingUnit": {"1 Hour": "Hours", "1/Month": "Months"}.get(r.get("uom") or "", r.get("uom")),
+                "RegionId": (r.get("loc") or "").lower(),
+                "RegionName": "East US" if r.get("loc") else "",
+                "ResourceId": (r.get("rid") or "").lower(),
+                "ServiceCategory": "Compute" if r.get("cat") == "Virtual Machines" else "Storage",
+                "ServiceName": r.get("cat"),
+                "SubAccountId": r.get("sub_id") or "",
+                "SubAccountName": r.get("sub_name") or "",
+                "SubAccountType": "Subscription" if r.get("sub_id") else "",
+                "Tags": "{" + tags + "}" if tags and not tags.startswith("{") else tags,
+                "x_SkuMeterCategory": r.get("cat"),
+                "x_SkuDetails": r.get("info") or "",
+            }
+        )
     return buf.getvalue().encode()
 
 
-def manifest(*, export_name: str, run_id: str, submitted: str, blobs: list[tuple[str, int, int]],
-             export_type: str = "AmortizedCost", start: str = "2026-10-01", end: str = "2026-10-31") -> dict[str, Any]:
+def manifest(
+    *,
+    export_name: str,
+    run_id: str,
+    submitted: str,
+    blobs: list[tuple[str, int, int]],
+    export_type: str = "AmortizedCost",
+    start: str = "2026-10-01",
+    end: str = "2026-10-31",
+) -> dict[str, Any]:
     """A Cost Management export manifest.json (manifestVersion 2024-04-01 shape).
     blobs: (blobName, byteCount, dataRowCount)."""
     return {
@@ -277,14 +440,30 @@ def manifest(*, export_name: str, run_id: str, submitted: str, blobs: list[tuple
         "byteCount": sum(b[1] for b in blobs),
         "blobCount": len(blobs),
         "dataRowCount": sum(b[2] for b in blobs),
-        "exportConfig": {"exportName": export_name, "resourceId": f"/providers/Microsoft.Billing/billingAccounts/8611537/"
-                         f"providers/Microsoft.CostManagement/exports/{export_name}",
-                         "dataVersion": "2021-10-01", "apiVersion": "2023-07-01-preview", "type": export_type,
-                         "timeFrame": "MonthToDate", "granularity": "Daily"},
-        "deliveryConfig": {"partitionData": True, "dataOverwriteBehavior": "CreateNewReport", "fileFormat": "Csv",
-                           "compressionMode": "gzip", "containerUri": "/subscriptions/x/storageAccounts/finops",
-                           "rootFolderPath": "exports"},
-        "runInfo": {"executionType": "Scheduled", "submittedTime": submitted, "runId": run_id,
-                    "startDate": f"{start}T00:00:00", "endDate": f"{end}T00:00:00"},
+        "exportConfig": {
+            "exportName": export_name,
+            "resourceId": f"/providers/Microsoft.Billing/billingAccounts/8611537/"
+            f"providers/Microsoft.CostManagement/exports/{export_name}",
+            "dataVersion": "2021-10-01",
+            "apiVersion": "2023-07-01-preview",
+            "type": export_type,
+            "timeFrame": "MonthToDate",
+            "granularity": "Daily",
+        },
+        "deliveryConfig": {
+            "partitionData": True,
+            "dataOverwriteBehavior": "CreateNewReport",
+            "fileFormat": "Csv",
+            "compressionMode": "gzip",
+            "containerUri": "/subscriptions/x/storageAccounts/finops",
+            "rootFolderPath": "exports",
+        },
+        "runInfo": {
+            "executionType": "Scheduled",
+            "submittedTime": submitted,
+            "runId": run_id,
+            "startDate": f"{start}T00:00:00",
+            "endDate": f"{end}T00:00:00",
+        },
         "blobs": [{"blobName": n, "byteCount": size, "dataRowCount": rows} for n, size, rows in blobs],
     }

@@ -34,7 +34,11 @@ def demo_sections(azure_prices_url: str) -> dict[str, Any]:
             "aws": {"enabled": False},
             "azure": {"base_url": azure_prices_url, "regions": ["eastus", "westus2"]},
             # the connection's host serves the Compute API too: specs from machineTypes, not the table
-            "gcp": {"conn_id": GCP_PRICES_CONN, "regions": ["us-central1", "us-east4"], "project": DEMO_GCP_PROJECT},
+            "gcp": {
+                "conn_id": GCP_PRICES_CONN,
+                "regions": ["us-central1", "us-east4"],
+                "project": DEMO_GCP_PROJECT,
+            },
             "http": {"backoff_base_s": 0.05},
         },
     }

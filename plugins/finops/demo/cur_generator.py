@@ -45,7 +45,10 @@ ACCOUNTS = (
     ("444444444444", "data-platform"),
     ("555555555555", "sandbox"),
 )
-REGIONS = (("us-east-1", "US East (N. Virginia)", "USE1", "us-east-1a"), ("us-west-2", "US West (Oregon)", "USW2", "us-west-2b"))
+REGIONS = (
+    ("us-east-1", "US East (N. Virginia)", "USE1", "us-east-1a"),
+    ("us-west-2", "US West (Oregon)", "USW2", "us-west-2b"),
+)
 SP_ARN = "arn:aws:savingsplans::111111111111:savingsplan/5f2c9a4e-0d1b-4c3e-9a7f-1b2c3d4e5f60"
 RI_ARN = "arn:aws:ec2:us-east-1:111111111111:reserved-instances/7c1e2f3a-4b5c-6d7e-8f90-a1b2c3d4e5f6"
 TEAMS = ("ml-research", "ml-prod", "data", "platform")
@@ -54,19 +57,162 @@ PROJECTS = ("llm-pretrain", "vision", "recsys", "etl", "notebooks")
 # (kind name, weight, product code, usage-type pattern, operation, instance type, hourly OD rate (1e-4 units),
 #  unit, product family, purchase: od|spot|sp|ri|store|egress)
 _KINDS: tuple[tuple[Any, ...], ...] = (
-    ("p4d_od", 6, "AmazonEC2", "{r}-BoxUsage:p4d.24xlarge", "RunInstances", "p4d.24xlarge", 327726, "Hrs", "Compute Instance", "od"),
-    ("p5_od", 4, "AmazonEC2", "{r}-BoxUsage:p5.48xlarge", "RunInstances", "p5.48xlarge", 982400, "Hrs", "Compute Instance", "od"),
-    ("g5_od", 10, "AmazonEC2", "{r}-BoxUsage:g5.2xlarge", "RunInstances", "g5.2xlarge", 12120, "Hrs", "Compute Instance", "od"),
-    ("g6_od", 8, "AmazonEC2", "{r}-BoxUsage:g6.xlarge", "RunInstances", "g6.xlarge", 8048, "Hrs", "Compute Instance", "od"),
-    ("p4d_spot", 4, "AmazonEC2", "{r}-SpotUsage:p4d.24xlarge", "RunInstances:SV001", "p4d.24xlarge", 327726, "Hrs", "Compute Instance", "spot"),
-    ("g5_spot", 10, "AmazonEC2", "{r}-SpotUsage:g5.2xlarge", "RunInstances:SV001", "g5.2xlarge", 12120, "Hrs", "Compute Instance", "spot"),
-    ("g6_spot", 8, "AmazonEC2", "{r}-SpotUsage:g6.xlarge", "RunInstances:SV001", "g6.xlarge", 8048, "Hrs", "Compute Instance", "spot"),
-    ("p5_sp", 8, "AmazonEC2", "{r}-BoxUsage:p5.48xlarge", "RunInstances", "p5.48xlarge", 982400, "Hrs", "Compute Instance", "sp"),
-    ("g5_ri", 8, "AmazonEC2", "{r}-BoxUsage:g5.2xlarge", "RunInstances", "g5.2xlarge", 12120, "Hrs", "Compute Instance", "ri"),
-    ("sagemaker", 5, "AmazonSageMaker", "{r}-Train:ml.g5.2xlarge", "CreateTrainingJob", "ml.g5.2xlarge", 15150, "Hrs", "ML Instance", "od"),
-    ("s3", 10, "AmazonS3", "{r}-TimedStorage-ByteHrs", "StandardStorage", "", 230, "GB-Mo", "Storage", "store"),
-    ("ebs", 9, "AmazonEC2", "{r}-EBS:VolumeUsage.gp3", "CreateVolume-Gp3", "", 800, "GB-Mo", "Storage", "store"),
-    ("egress", 10, "AWSDataTransfer", "{r}-DataTransfer-Out-Bytes", "", "", 900, "GB", "Data Transfer", "egress"),
+    (
+        "p4d_od",
+        6,
+        "AmazonEC2",
+        "{r}-BoxUsage:p4d.24xlarge",
+        "RunInstances",
+        "p4d.24xlarge",
+        327726,
+        "Hrs",
+        "Compute Instance",
+        "od",
+    ),
+    (
+        "p5_od",
+        4,
+        "AmazonEC2",
+        "{r}-BoxUsage:p5.48xlarge",
+        "RunInstances",
+        "p5.48xlarge",
+        982400,
+        "Hrs",
+        "Compute Instance",
+        "od",
+    ),
+    (
+        "g5_od",
+        10,
+        "AmazonEC2",
+        "{r}-BoxUsage:g5.2xlarge",
+        "RunInstances",
+        "g5.2xlarge",
+        12120,
+        "Hrs",
+        "Compute Instance",
+        "od",
+    ),
+    (
+        "g6_od",
+        8,
+        "AmazonEC2",
+        "{r}-BoxUsage:g6.xlarge",
+        "RunInstances",
+        "g6.xlarge",
+        8048,
+        "Hrs",
+        "Compute Instance",
+        "od",
+    ),
+    (
+        "p4d_spot",
+        4,
+        "AmazonEC2",
+        "{r}-SpotUsage:p4d.24xlarge",
+        "RunInstances:SV001",
+        "p4d.24xlarge",
+        327726,
+        "Hrs",
+        "Compute Instance",
+        "spot",
+    ),
+    (
+        "g5_spot",
+        10,
+        "AmazonEC2",
+        "{r}-SpotUsage:g5.2xlarge",
+        "RunInstances:SV001",
+        "g5.2xlarge",
+        12120,
+        "Hrs",
+        "Compute Instance",
+        "spot",
+    ),
+    (
+        "g6_spot",
+        8,
+        "AmazonEC2",
+        "{r}-SpotUsage:g6.xlarge",
+        "RunInstances:SV001",
+        "g6.xlarge",
+        8048,
+        "Hrs",
+        "Compute Instance",
+        "spot",
+    ),
+    (
+        "p5_sp",
+        8,
+        "AmazonEC2",
+        "{r}-BoxUsage:p5.48xlarge",
+        "RunInstances",
+        "p5.48xlarge",
+        982400,
+        "Hrs",
+        "Compute Instance",
+        "sp",
+    ),
+    (
+        "g5_ri",
+        8,
+        "AmazonEC2",
+        "{r}-BoxUsage:g5.2xlarge",
+        "RunInstances",
+        "g5.2xlarge",
+        12120,
+        "Hrs",
+        "Compute Instance",
+        "ri",
+    ),
+    (
+        "sagemaker",
+        5,
+        "AmazonSageMaker",
+        "{r}-Train:ml.g5.2xlarge",
+        "CreateTrainingJob",
+        "ml.g5.2xlarge",
+        15150,
+        "Hrs",
+        "ML Instance",
+        "od",
+    ),
+    (
+        "s3",
+        10,
+        "AmazonS3",
+        "{r}-TimedStorage-ByteHrs",
+        "StandardStorage",
+        "",
+        230,
+        "GB-Mo",
+        "Storage",
+        "store",
+    ),
+    (
+        "ebs",
+        9,
+        "AmazonEC2",
+        "{r}-EBS:VolumeUsage.gp3",
+        "CreateVolume-Gp3",
+        "",
+        800,
+        "GB-Mo",
+        "Storage",
+        "store",
+    ),
+    (
+        "egress",
+        10,
+        "AWSDataTransfer",
+        "{r}-DataTransfer-Out-Bytes",
+        "",
+        "",
+        900,
+        "GB",
+        "Data Transfer",
+        "egress",
+    ),
 )
 _PURCHASE = {"od": 0, "spot": 1, "sp": 2, "ri": 3, "store": 4, "egress": 5}
 P_OD, P_SPOT, P_SP, P_RI = 0, 1, 2, 3
@@ -82,36 +228,76 @@ TS = pa.timestamp("ms")
 MAP = pa.map_(pa.string(), pa.string())
 CUR2_SCHEMA = pa.schema(
     [
-        ("identity_line_item_id", STR), ("identity_time_interval", STR),
-        ("bill_invoice_id", STR), ("bill_invoicing_entity", STR), ("bill_billing_entity", STR),
-        ("bill_bill_type", STR), ("bill_payer_account_id", STR), ("bill_payer_account_name", STR),
-        ("bill_billing_period_start_date", TS), ("bill_billing_period_end_date", TS),
-        ("line_item_usage_account_id", STR), ("line_item_usage_account_name", STR),
-        ("line_item_line_item_type", STR), ("line_item_usage_start_date", TS), ("line_item_usage_end_date", TS),
-        ("line_item_product_code", STR), ("line_item_usage_type", STR), ("line_item_operation", STR),
-        ("line_item_availability_zone", STR), ("line_item_resource_id", STR), ("line_item_usage_amount", F64),
-        ("line_item_currency_code", STR), ("line_item_unblended_rate", STR), ("line_item_unblended_cost", F64),
-        ("line_item_blended_cost", F64), ("line_item_net_unblended_cost", F64),
-        ("line_item_line_item_description", STR), ("line_item_legal_entity", STR), ("line_item_tax_type", STR),
-        ("product_product_family", STR), ("product_instance_type", STR), ("product_region_code", STR),
-        ("product_location", STR), ("product_servicecode", STR), ("product_sku", STR), ("product", MAP),
-        ("pricing_unit", STR), ("pricing_term", STR), ("pricing_rate_code", STR), ("pricing_currency", STR),
-        ("pricing_public_on_demand_cost", F64), ("pricing_public_on_demand_rate", STR),
-        ("reservation_reservation_a_r_n", STR), ("reservation_effective_cost", F64),
+        ("identity_line_item_id", STR),
+        ("identity_time_interval", STR),
+        ("bill_invoice_id", STR),
+        ("bill_invoicing_entity", STR),
+        ("bill_billing_entity", STR),
+        ("bill_bill_type", STR),
+        ("bill_payer_account_id", STR),
+        ("bill_payer_account_name", STR),
+        ("bill_billing_period_start_date", TS),
+        ("bill_billing_period_end_date", TS),
+        ("line_item_usage_account_id", STR),
+        ("line_item_usage_account_name", STR),
+        ("line_item_line_item_type", STR),
+        ("line_item_usage_start_date", TS),
+        ("line_item_usage_end_date", TS),
+        ("line_item_product_code", STR),
+        ("line_item_usage_type", STR),
+        ("line_item_operation", STR),
+        ("line_item_availability_zone", STR),
+        ("line_item_resource_id", STR),
+        ("line_item_usage_amount", F64),
+        ("line_item_currency_code", STR),
+        ("line_item_unblended_rate", STR),
+        ("line_item_unblended_cost", F64),
+        ("line_item_blended_cost", F64),
+        ("line_item_net_unblended_cost", F64),
+        ("line_item_line_item_description", STR),
+        ("line_item_legal_entity", STR),
+        ("line_item_tax_type", STR),
+        ("product_product_family", STR),
+        ("product_instance_type", STR),
+        ("product_region_code", STR),
+        ("product_location", STR),
+        ("product_servicecode", STR),
+        ("product_sku", STR),
+        ("product", MAP),
+        ("pricing_unit", STR),
+        ("pricing_term", STR),
+        ("pricing_rate_code", STR),
+        ("pricing_currency", STR),
+        ("pricing_public_on_demand_cost", F64),
+        ("pricing_public_on_demand_rate", STR),
+        ("reservation_reservation_a_r_n", STR),
+        ("reservation_effective_cost", F64),
         ("reservation_unused_amortized_upfront_fee_for_billing_period", F64),
-        ("reservation_unused_recurring_fee", F64), ("reservation_unused_quantity", F64),
-        ("reservation_start_time", STR), ("reservation_end_time", STR),
-        ("savings_plan_savings_plan_a_r_n", STR), ("savings_plan_savings_plan_effective_cost", F64),
-        ("savings_plan_total_commitment_to_date", F64), ("savings_plan_used_commitment", F64),
-        ("savings_plan_start_time", STR), ("savings_plan_end_time", STR),
-        ("resource_tags", MAP), ("cost_category", MAP),
+        ("reservation_unused_recurring_fee", F64),
+        ("reservation_unused_quantity", F64),
+        ("reservation_start_time", STR),
+        ("reservation_end_time", STR),
+        ("savings_plan_savings_plan_a_r_n", STR),
+        ("savings_plan_savings_plan_effective_cost", F64),
+        ("savings_plan_total_commitment_to_date", F64),
+        ("savings_plan_used_commitment", F64),
+        ("savings_plan_start_time", STR),
+        ("savings_plan_end_time", STR),
+        ("resource_tags", MAP),
+        ("cost_category", MAP),
     ]
 )
 MONEY_COLS = (
-    "line_item_unblended_cost", "line_item_blended_cost", "line_item_net_unblended_cost",
-    "pricing_public_on_demand_cost", "reservation_effective_cost",
-    "reservation_unused_amortized_upfront_fee_for_billing_period", "reservation_unused_recurring_fee",
-    "savings_plan_savings_plan_effective_cost", "savings_plan_total_commitment_to_date", "savings_plan_used_commitment",
+    "line_item_unblended_cost",
+    "line_item_blended_cost",
+    "line_item_net_unblended_cost",
+    "pricing_public_on_demand_cost",
+    "reservation_effective_cost",
+    "reservation_unused_amortized_upfront_fee_for_billing_period",
+    "reservation_unused_recurring_fee",
+    "savings_plan_savings_plan_effective_cost",
+    "savings_plan_total_commitment_to_date",
+    "savings_plan_used_commitment",
 )
 
 
@@ -198,7 +384,9 @@ class GenSpec:
 
     @property
     def execution_id(self) -> str:
-        return str(uuid.UUID(hashlib.md5(f"{self.period}:{self.seed}:{self.restatement}".encode()).hexdigest()))
+        return str(
+            uuid.UUID(hashlib.md5(f"{self.period}:{self.seed}:{self.restatement}".encode()).hexdigest())
+        )
 
 
 def _f(units: np.ndarray) -> np.ndarray:
@@ -214,8 +402,12 @@ def _const(value: str, n: int) -> pa.Array:
     return pa.array([value], STR).take(pa.array(np.zeros(n, dtype=np.int64)))
 
 
-SERVICE_LABELS = {"AmazonEC2": "Amazon Elastic Compute Cloud", "AmazonS3": "Amazon Simple Storage Service",
-                  "AWSDataTransfer": "AWS Data Transfer", "AmazonSageMaker": "Amazon SageMaker"}
+SERVICE_LABELS = {
+    "AmazonEC2": "Amazon Elastic Compute Cloud",
+    "AmazonS3": "Amazon Simple Storage Service",
+    "AWSDataTransfer": "AWS Data Transfer",
+    "AmazonSageMaker": "Amazon SageMaker",
+}
 
 
 def _int_bincount(idx: np.ndarray, weights: np.ndarray, size: int) -> np.ndarray:
@@ -277,7 +469,9 @@ class _Gen:
         rate = np.array([kd[6] for kd in _KINDS], dtype=np.int64)[k]  # 1e-4 units
         hourly = np.array([kd[7] == "Hrs" for kd in _KINDS])[k]
         # amount in 1e-4 units: hours 0.25..1, GB 0.0001..500
-        amount = np.where(hourly, rng.integers(2500, 10001, size=n), rng.integers(1, 5_000_000, size=n)).astype(np.int64)
+        amount = np.where(
+            hourly, rng.integers(2500, 10001, size=n), rng.integers(1, 5_000_000, size=n)
+        ).astype(np.int64)
         if s.restatement:
             amount = amount + (amount * s.restatement) // 50  # restated deliveries re-rate usage
         amount[sp_pos + 1] = amount[sp_pos]
@@ -304,15 +498,33 @@ class _Gen:
 
         if not build:
             return None
-        return self._usage_table(n, k, acct, reg, day, hour, res_num, amount, purchase, lt,
-                                 unblended, public_od, sp_eff, ri_eff)
+        return self._usage_table(
+            n, k, acct, reg, day, hour, res_num, amount, purchase, lt, unblended, public_od, sp_eff, ri_eff
+        )
 
-    def _usage_table(self, n, k, acct, reg, day, hour, res_num, amount, purchase, lt_idx,
-                     unblended, public_od, sp_eff, ri_eff) -> pa.Table:
+    def _usage_table(
+        self,
+        n,
+        k,
+        acct,
+        reg,
+        day,
+        hour,
+        res_num,
+        amount,
+        purchase,
+        lt_idx,
+        unblended,
+        public_od,
+        sp_eff,
+        ri_eff,
+    ) -> pa.Table:
         """Build the arrow table with dictionary takes (C++), never per-row Python strings."""
         s = self.spec
         nk, nr = len(_KINDS), len(REGIONS)
-        start_ms = np.datetime64(s.start, "ms") + (day.astype("timedelta64[D]") + hour.astype("timedelta64[h]"))
+        start_ms = np.datetime64(s.start, "ms") + (
+            day.astype("timedelta64[D]") + hour.astype("timedelta64[h]")
+        )
         end_ms = start_ms + np.timedelta64(1, "h")
         kr = k * nr + reg
         usage_types = [kd[3].replace("{r}", r[2]) for kd in _KINDS for r in REGIONS]
@@ -335,7 +547,9 @@ class _Gen:
                     if lt == "SavingsPlanNegation":
                         desc_dict.append(f"SavingsPlanNegation used by AccountId : {{acct}} for {ut}")
                     elif kd[9] == "spot" and lt == "Usage":
-                        desc_dict.append(f"${kd[6] * (100 - SPOT_DISCOUNT) / 1e6:.4f} per Spot {kd[5]} Linux Instance hour")
+                        desc_dict.append(
+                            f"${kd[6] * (100 - SPOT_DISCOUNT) / 1e6:.4f} per Spot {kd[5]} Linux Instance hour"
+                        )
                     elif lt == "DiscountedUsage":
                         desc_dict.append(f"USD 0.0 hourly fee per Linux {kd[5]}")
                     else:
@@ -375,7 +589,9 @@ class _Gen:
         pk = np.tile(np.array([0, 1]), n)
         pv = np.repeat(k, 2)
         product = pa.MapArray.from_arrays(
-            pa.array(prod_offsets), _take(["product_name", "servicename"], pk), _take([SERVICE_LABELS.get(c, c) for c in codes], pv)
+            pa.array(prod_offsets),
+            _take(["product_name", "servicename"], pk),
+            _take([SERVICE_LABELS.get(c, c) for c in codes], pv),
         )
         sku_dict = [f"SKU{(i * 7919) % 100000:08d}" for i in range(nk)]
         spn = (lt_idx == 1) | (lt_idx == 2)
@@ -432,7 +648,9 @@ class _Gen:
             "savings_plan_total_commitment_to_date": pa.array(np.zeros(n), F64),
             "savings_plan_used_commitment": pa.array(np.zeros(n), F64),
             "resource_tags": tags,
-            "cost_category": pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], STR), pa.array([], STR)),
+            "cost_category": pa.MapArray.from_arrays(
+                pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], STR), pa.array([], STR)
+            ),
         }
         return self._table(cols)
 
@@ -441,8 +659,12 @@ class _Gen:
         self.seq += n
         import pyarrow.compute as pc
 
-        h = hashlib.sha1(f"{self.spec.period}:{self.spec.seed}:{self.spec.restatement}".encode()).hexdigest()[:10]
-        nums = pc.utf8_lpad(pc.cast(pa.array(np.arange(start + 10**11, start + n + 10**11, dtype=np.int64)), STR), 12, "0")
+        h = hashlib.sha1(f"{self.spec.period}:{self.spec.seed}:{self.spec.restatement}".encode()).hexdigest()[
+            :10
+        ]
+        nums = pc.utf8_lpad(
+            pc.cast(pa.array(np.arange(start + 10**11, start + n + 10**11, dtype=np.int64)), STR), 12, "0"
+        )
         return pc.binary_join_element_wise(_const(h, n), nums, "")
 
     def _table(self, cols: dict[str, Any]) -> pa.Table:
@@ -458,14 +680,19 @@ class _Gen:
         s = self.spec
         rows: list[dict[str, Any]] = []
 
-        def row(line_type: str, billed: int, effective: int, *, day: int = 0, hours: int = 24 * 1, **kw: Any) -> None:
+        def row(
+            line_type: str, billed: int, effective: int, *, day: int = 0, hours: int = 24 * 1, **kw: Any
+        ) -> None:
             start = s.start + timedelta(days=day)
             end = start + timedelta(hours=hours)
             acct = kw.pop("account", ACCOUNTS[0])
             r = {
-                "line_item_line_item_type": line_type, "line_item_unblended_cost": billed,
-                "line_item_usage_start_date": start, "line_item_usage_end_date": min(end, s.end),
-                "line_item_usage_account_id": acct[0], "line_item_usage_account_name": acct[1],
+                "line_item_line_item_type": line_type,
+                "line_item_unblended_cost": billed,
+                "line_item_usage_start_date": start,
+                "line_item_usage_end_date": min(end, s.end),
+                "line_item_usage_account_id": acct[0],
+                "line_item_usage_account_name": acct[1],
                 **kw,
             }
             rows.append(r)
@@ -477,46 +704,120 @@ class _Gen:
         def iso(t: datetime) -> str:  # CUR 2.0 ships these as text
             return f"{t:%Y-%m-%dT%H:%M:%S.000Z}"
 
-        sp_times: dict[str, Any] = {"savings_plan_start_time": iso(sp_end - timedelta(days=365)), "savings_plan_end_time": iso(sp_end)}
-        ri_times: dict[str, Any] = {"reservation_start_time": iso(ri_end - timedelta(days=365)), "reservation_end_time": iso(ri_end)}
+        sp_times: dict[str, Any] = {
+            "savings_plan_start_time": iso(sp_end - timedelta(days=365)),
+            "savings_plan_end_time": iso(sp_end),
+        }
+        ri_times: dict[str, Any] = {
+            "reservation_start_time": iso(ri_end - timedelta(days=365)),
+            "reservation_end_time": iso(ri_end),
+        }
         # Savings Plan: daily recurring fee = commitment; unused = commitment - used that day
         for d in range(s.days):
             used = int(self.sp_used_by_day[d])
             commitment = max(used * 115 // 100, 240_000_000_000)  # >= $2,400/day
-            row("SavingsPlanRecurringFee", commitment, commitment - used, day=d,
-                line_item_product_code="ComputeSavingsPlans", line_item_usage_type="ComputeSP:1yrNoUpfront",
+            row(
+                "SavingsPlanRecurringFee",
+                commitment,
+                commitment - used,
+                day=d,
+                line_item_product_code="ComputeSavingsPlans",
+                line_item_usage_type="ComputeSP:1yrNoUpfront",
                 line_item_line_item_description="1 year No Upfront Compute Savings Plan",
-                savings_plan_savings_plan_a_r_n=SP_ARN, savings_plan_total_commitment_to_date=commitment,
-                savings_plan_used_commitment=used, line_item_usage_amount=24 * 10**8, pricing_unit="Hrs", **sp_times)
+                savings_plan_savings_plan_a_r_n=SP_ARN,
+                savings_plan_total_commitment_to_date=commitment,
+                savings_plan_used_commitment=used,
+                line_item_usage_amount=24 * 10**8,
+                pricing_unit="Hrs",
+                **sp_times,
+            )
         if s.include_purchases:
-            row("SavingsPlanUpfrontFee", 1_500_000_000_000, 0, hours=1,
-                line_item_product_code="ComputeSavingsPlans", line_item_usage_type="ComputeSP:3yrPartialUpfront",
-                line_item_line_item_description="Upfront fee for Savings Plan", bill_bill_type="Purchase",
-                savings_plan_savings_plan_a_r_n=SP_ARN, line_item_usage_amount=10**8)
-            row("Fee", 900_000_000_000, 0, hours=1, line_item_product_code="AmazonEC2",
-                line_item_usage_type="USE1-HeavyUsage:g5.2xlarge", bill_bill_type="Purchase",
+            row(
+                "SavingsPlanUpfrontFee",
+                1_500_000_000_000,
+                0,
+                hours=1,
+                line_item_product_code="ComputeSavingsPlans",
+                line_item_usage_type="ComputeSP:3yrPartialUpfront",
+                line_item_line_item_description="Upfront fee for Savings Plan",
+                bill_bill_type="Purchase",
+                savings_plan_savings_plan_a_r_n=SP_ARN,
+                line_item_usage_amount=10**8,
+            )
+            row(
+                "Fee",
+                900_000_000_000,
+                0,
+                hours=1,
+                line_item_product_code="AmazonEC2",
+                line_item_usage_type="USE1-HeavyUsage:g5.2xlarge",
+                bill_bill_type="Purchase",
                 line_item_line_item_description="Sign up charge for subscription: 12345, planId: 678",
-                reservation_reservation_a_r_n=RI_ARN, line_item_usage_amount=10**8)
+                reservation_reservation_a_r_n=RI_ARN,
+                line_item_usage_amount=10**8,
+            )
         # RIFee: monthly recurring; unused part = 6% of the month's RI value
         ri_fee = max(self.ri_effective // 2, 100_000_000_000)
         unused_upfront = ri_fee * 3 // 100
         unused_recurring = ri_fee * 3 // 100
-        row("RIFee", ri_fee, unused_upfront + unused_recurring, hours=24 * s.days, line_item_product_code="AmazonEC2",
-            line_item_usage_type="USE1-HeavyUsage:g5.2xlarge", line_item_line_item_description="USD 0.73 hourly fee per Linux g5.2xlarge",
-            reservation_reservation_a_r_n=RI_ARN, reservation_unused_amortized_upfront_fee_for_billing_period=unused_upfront,
-            reservation_unused_recurring_fee=unused_recurring, reservation_unused_quantity=int(24 * 10**8),
-            line_item_usage_amount=24 * s.days * 10**8, pricing_unit="Hrs", **ri_times)
+        row(
+            "RIFee",
+            ri_fee,
+            unused_upfront + unused_recurring,
+            hours=24 * s.days,
+            line_item_product_code="AmazonEC2",
+            line_item_usage_type="USE1-HeavyUsage:g5.2xlarge",
+            line_item_line_item_description="USD 0.73 hourly fee per Linux g5.2xlarge",
+            reservation_reservation_a_r_n=RI_ARN,
+            reservation_unused_amortized_upfront_fee_for_billing_period=unused_upfront,
+            reservation_unused_recurring_fee=unused_recurring,
+            reservation_unused_quantity=int(24 * 10**8),
+            line_item_usage_amount=24 * s.days * 10**8,
+            pricing_unit="Hrs",
+            **ri_times,
+        )
         for i, acct in enumerate(ACCOUNTS):
             credit = -(2_500_000_000 + i * 1_234_567_891)
-            row("Credit", credit, credit, hours=24 * s.days, account=acct, line_item_product_code="AmazonEC2",
-                line_item_line_item_description="AWS Activate credits")
+            row(
+                "Credit",
+                credit,
+                credit,
+                hours=24 * s.days,
+                account=acct,
+                line_item_product_code="AmazonEC2",
+                line_item_line_item_description="AWS Activate credits",
+            )
             tax = 1_234_567_800 * (i + 1) + int(self.totals.billed // 1000)
-            row("Tax", tax, tax, hours=24 * s.days, account=acct, line_item_product_code="AmazonEC2",
-                line_item_tax_type="Sales", line_item_line_item_description="Tax for product code AmazonEC2")
-        row("Refund", -1_999_000_000, -1_999_000_000, day=3, account=ACCOUNTS[1], line_item_product_code="AmazonS3",
-            bill_bill_type="Refund", line_item_line_item_description="Refund for overcharged storage")
-        row("BundledDiscount", -512_345_678, -512_345_678, day=1, account=ACCOUNTS[2], line_item_product_code="AWSDataTransfer",
-            line_item_usage_type="USE1-DataTransfer-Out-Bytes", line_item_line_item_description="Free tier bundled discount")
+            row(
+                "Tax",
+                tax,
+                tax,
+                hours=24 * s.days,
+                account=acct,
+                line_item_product_code="AmazonEC2",
+                line_item_tax_type="Sales",
+                line_item_line_item_description="Tax for product code AmazonEC2",
+            )
+        row(
+            "Refund",
+            -1_999_000_000,
+            -1_999_000_000,
+            day=3,
+            account=ACCOUNTS[1],
+            line_item_product_code="AmazonS3",
+            bill_bill_type="Refund",
+            line_item_line_item_description="Refund for overcharged storage",
+        )
+        row(
+            "BundledDiscount",
+            -512_345_678,
+            -512_345_678,
+            day=1,
+            account=ACCOUNTS[2],
+            line_item_product_code="AWSDataTransfer",
+            line_item_usage_type="USE1-DataTransfer-Out-Bytes",
+            line_item_line_item_description="Free tier bundled discount",
+        )
 
         n = len(rows)
         ids = self._ids(n)
@@ -524,7 +825,9 @@ class _Gen:
         for f in CUR2_SCHEMA:
             name = f.name
             if name in ("resource_tags", "cost_category", "product"):
-                cols[name] = pa.MapArray.from_arrays(pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], STR), pa.array([], STR))
+                cols[name] = pa.MapArray.from_arrays(
+                    pa.array(np.zeros(n + 1, dtype=np.int32)), pa.array([], STR), pa.array([], STR)
+                )
                 continue
             vals = [r.get(name) for r in rows]
             if name in MONEY_COLS:
@@ -538,13 +841,21 @@ class _Gen:
         defaults = {
             "identity_line_item_id": list(ids),
             "identity_time_interval": f"{s.start:%Y-%m-%dT%H:%M:%SZ}/{s.end:%Y-%m-%dT%H:%M:%SZ}",
-            "bill_invoice_id": self.invoice, "bill_invoicing_entity": "Amazon Web Services, Inc.",
-            "bill_billing_entity": "AWS", "bill_bill_type": "Anniversary",
-            "bill_payer_account_id": PAYER[0], "bill_payer_account_name": PAYER[1],
-            "bill_billing_period_start_date": s.start, "bill_billing_period_end_date": s.end,
-            "line_item_currency_code": s.currency, "pricing_currency": "USD",
-            "line_item_legal_entity": "Amazon Web Services, Inc.", "line_item_usage_type": "", "line_item_operation": "",
-            "reservation_reservation_a_r_n": "", "savings_plan_savings_plan_a_r_n": "",
+            "bill_invoice_id": self.invoice,
+            "bill_invoicing_entity": "Amazon Web Services, Inc.",
+            "bill_billing_entity": "AWS",
+            "bill_bill_type": "Anniversary",
+            "bill_payer_account_id": PAYER[0],
+            "bill_payer_account_name": PAYER[1],
+            "bill_billing_period_start_date": s.start,
+            "bill_billing_period_end_date": s.end,
+            "line_item_currency_code": s.currency,
+            "pricing_currency": "USD",
+            "line_item_legal_entity": "Amazon Web Services, Inc.",
+            "line_item_usage_type": "",
+            "line_item_operation": "",
+            "reservation_reservation_a_r_n": "",
+            "savings_plan_savings_plan_a_r_n": "",
         }
         for name, default in defaults.items():
             if name == "identity_line_item_id":
@@ -554,7 +865,9 @@ class _Gen:
         return self._table(cols)
 
 
-def iter_period(spec: GenSpec, totals: PeriodTotals | None = None, *, build: bool = True) -> Iterator[pa.Table]:
+def iter_period(
+    spec: GenSpec, totals: PeriodTotals | None = None, *, build: bool = True
+) -> Iterator[pa.Table]:
     """Yield row-group tables (usage chunks, then the period rows). `totals` (if given) is
     filled as rows are generated and is complete when the iterator is exhausted."""
     g = _Gen(spec, totals)
@@ -589,8 +902,14 @@ class Delivery:
     totals: PeriodTotals
 
 
-def write_cur2_period(root: Path, spec: GenSpec, *, export_name: str = "finops-export", prefix: str = "",
-                      bucket: str = "billing") -> Delivery:
+def write_cur2_period(
+    root: Path,
+    spec: GenSpec,
+    *,
+    export_name: str = "finops-export",
+    prefix: str = "",
+    bucket: str = "billing",
+) -> Delivery:
     """Write one CUR 2.0 period (parquet in row groups) + its manifest, manifest last."""
     exec_id = spec.execution_id
     rel_data = f"data/BILLING_PERIOD={spec.period}/{exec_id}/{export_name}-00001.snappy.parquet"
@@ -606,7 +925,10 @@ def write_cur2_period(root: Path, spec: GenSpec, *, export_name: str = "finops-e
         "exportArn": f"arn:aws:bcm-data-exports:us-east-1:{PAYER[0]}:export/{export_name}-0b1c2d3e",
         "exportName": export_name,
         "executionId": exec_id,
-        "billingPeriod": {"start": f"{spec.start:%Y-%m-%dT%H:%M:%S.000Z}", "end": f"{spec.end:%Y-%m-%dT%H:%M:%S.000Z}"},
+        "billingPeriod": {
+            "start": f"{spec.start:%Y-%m-%dT%H:%M:%S.000Z}",
+            "end": f"{spec.end:%Y-%m-%dT%H:%M:%S.000Z}",
+        },
         "deliveryTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
         "dataFiles": [f"s3://{bucket}/{full}{rel_data}"],
         "columns": [{"name": f.name, "type": str(f.type)} for f in CUR2_SCHEMA],
@@ -618,28 +940,50 @@ def write_cur2_period(root: Path, spec: GenSpec, *, export_name: str = "finops-e
 
 
 LEGACY_NAMES = {  # CUR 2.0 snake -> legacy csv header
-    "identity_line_item_id": "identity/LineItemId", "identity_time_interval": "identity/TimeInterval",
-    "bill_invoice_id": "bill/InvoiceId", "bill_invoicing_entity": "bill/InvoicingEntity",
-    "bill_billing_entity": "bill/BillingEntity", "bill_bill_type": "bill/BillType",
-    "bill_payer_account_id": "bill/PayerAccountId", "bill_billing_period_start_date": "bill/BillingPeriodStartDate",
-    "bill_billing_period_end_date": "bill/BillingPeriodEndDate", "line_item_usage_account_id": "lineItem/UsageAccountId",
-    "line_item_line_item_type": "lineItem/LineItemType", "line_item_usage_start_date": "lineItem/UsageStartDate",
-    "line_item_usage_end_date": "lineItem/UsageEndDate", "line_item_product_code": "lineItem/ProductCode",
-    "line_item_usage_type": "lineItem/UsageType", "line_item_operation": "lineItem/Operation",
-    "line_item_availability_zone": "lineItem/AvailabilityZone", "line_item_resource_id": "lineItem/ResourceId",
-    "line_item_usage_amount": "lineItem/UsageAmount", "line_item_currency_code": "lineItem/CurrencyCode",
-    "line_item_unblended_rate": "lineItem/UnblendedRate", "line_item_unblended_cost": "lineItem/UnblendedCost",
-    "line_item_blended_cost": "lineItem/BlendedCost", "line_item_net_unblended_cost": "lineItem/NetUnblendedCost",
-    "line_item_line_item_description": "lineItem/LineItemDescription", "line_item_legal_entity": "lineItem/LegalEntity",
-    "line_item_tax_type": "lineItem/TaxType", "product_product_family": "product/productFamily",
-    "product_instance_type": "product/instanceType", "product_region_code": "product/regionCode",
-    "product_location": "product/location", "product_servicecode": "product/servicecode", "product_sku": "product/sku",
-    "pricing_unit": "pricing/unit", "pricing_term": "pricing/term", "pricing_rate_code": "pricing/RateCode",
-    "pricing_currency": "pricing/currency", "pricing_public_on_demand_cost": "pricing/publicOnDemandCost",
+    "identity_line_item_id": "identity/LineItemId",
+    "identity_time_interval": "identity/TimeInterval",
+    "bill_invoice_id": "bill/InvoiceId",
+    "bill_invoicing_entity": "bill/InvoicingEntity",
+    "bill_billing_entity": "bill/BillingEntity",
+    "bill_bill_type": "bill/BillType",
+    "bill_payer_account_id": "bill/PayerAccountId",
+    "bill_billing_period_start_date": "bill/BillingPeriodStartDate",
+    "bill_billing_period_end_date": "bill/BillingPeriodEndDate",
+    "line_item_usage_account_id": "lineItem/UsageAccountId",
+    "line_item_line_item_type": "lineItem/LineItemType",
+    "line_item_usage_start_date": "lineItem/UsageStartDate",
+    "line_item_usage_end_date": "lineItem/UsageEndDate",
+    "line_item_product_code": "lineItem/ProductCode",
+    "line_item_usage_type": "lineItem/UsageType",
+    "line_item_operation": "lineItem/Operation",
+    "line_item_availability_zone": "lineItem/AvailabilityZone",
+    "line_item_resource_id": "lineItem/ResourceId",
+    "line_item_usage_amount": "lineItem/UsageAmount",
+    "line_item_currency_code": "lineItem/CurrencyCode",
+    "line_item_unblended_rate": "lineItem/UnblendedRate",
+    "line_item_unblended_cost": "lineItem/UnblendedCost",
+    "line_item_blended_cost": "lineItem/BlendedCost",
+    "line_item_net_unblended_cost": "lineItem/NetUnblendedCost",
+    "line_item_line_item_description": "lineItem/LineItemDescription",
+    "line_item_legal_entity": "lineItem/LegalEntity",
+    "line_item_tax_type": "lineItem/TaxType",
+    "product_product_family": "product/productFamily",
+    "product_instance_type": "product/instanceType",
+    "product_region_code": "product/regionCode",
+    "product_location": "product/location",
+    "product_servicecode": "product/servicecode",
+    "product_sku": "product/sku",
+    "pricing_unit": "pricing/unit",
+    "pricing_term": "pricing/term",
+    "pricing_rate_code": "pricing/RateCode",
+    "pricing_currency": "pricing/currency",
+    "pricing_public_on_demand_cost": "pricing/publicOnDemandCost",
     "pricing_public_on_demand_rate": "pricing/publicOnDemandRate",
-    "reservation_reservation_a_r_n": "reservation/ReservationARN", "reservation_effective_cost": "reservation/EffectiveCost",
+    "reservation_reservation_a_r_n": "reservation/ReservationARN",
+    "reservation_effective_cost": "reservation/EffectiveCost",
     "reservation_unused_amortized_upfront_fee_for_billing_period": "reservation/UnusedAmortizedUpfrontFeeForBillingPeriod",
-    "reservation_unused_recurring_fee": "reservation/UnusedRecurringFee", "reservation_unused_quantity": "reservation/UnusedQuantity",
+    "reservation_unused_recurring_fee": "reservation/UnusedRecurringFee",
+    "reservation_unused_quantity": "reservation/UnusedQuantity",
     "savings_plan_savings_plan_a_r_n": "savingsPlan/SavingsPlanARN",
     "savings_plan_savings_plan_effective_cost": "savingsPlan/SavingsPlanEffectiveCost",
     "savings_plan_total_commitment_to_date": "savingsPlan/TotalCommitmentToDate",
@@ -665,8 +1009,15 @@ def _legacy_table(tbl: pa.Table, fmt: str) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=names)
 
 
-def write_legacy_period(root: Path, spec: GenSpec, *, report_name: str = "finops-cur", fmt: str = "csv",
-                        prefix: str = "", bucket: str = "billing") -> Delivery:
+def write_legacy_period(
+    root: Path,
+    spec: GenSpec,
+    *,
+    report_name: str = "finops-cur",
+    fmt: str = "csv",
+    prefix: str = "",
+    bucket: str = "billing",
+) -> Delivery:
     """Write a legacy CUR delivery (csv.gz or parquet) with assembly folder + manifests."""
     assembly = spec.execution_id
     rng = f"{spec.start:%Y%m%d}-{spec.end:%Y%m%d}"
@@ -699,9 +1050,14 @@ def write_legacy_period(root: Path, spec: GenSpec, *, report_name: str = "finops
         "account": PAYER[0],
         "reportId": hashlib.sha256(report_name.encode()).hexdigest(),
         "reportName": report_name,
-        "billingPeriod": {"start": f"{spec.start:%Y%m%dT000000.000Z}", "end": f"{spec.end:%Y%m%dT000000.000Z}"},
+        "billingPeriod": {
+            "start": f"{spec.start:%Y%m%dT000000.000Z}",
+            "end": f"{spec.end:%Y%m%dT000000.000Z}",
+        },
         "bucket": bucket,
-        "reportKeys": [f"{prefix.strip('/')}/{rel_data}" if prefix.strip("/") else rel_data],  # bucket-relative
+        "reportKeys": [
+            f"{prefix.strip('/')}/{rel_data}" if prefix.strip("/") else rel_data
+        ],  # bucket-relative
         "compression": "GZIP" if fmt == "csv" else "Parquet",
         "contentType": "text/csv" if fmt == "csv" else "Parquet",
         "columns": [{"category": n.split("/")[0], "name": n.split("/")[-1]} for n in LEGACY_NAMES.values()],
@@ -712,10 +1068,21 @@ def write_legacy_period(root: Path, spec: GenSpec, *, report_name: str = "finops
     return Delivery(spec.period, f"{rng}/{report_name}-Manifest.json", [rel_data], assembly, totals)
 
 
-def upload_tree(s3_client: Any, local_root: Path, bucket: str, prefix: str, *, manifests_last: bool = True,
-                keys: list[str] | None = None) -> list[str]:
+def upload_tree(
+    s3_client: Any,
+    local_root: Path,
+    bucket: str,
+    prefix: str,
+    *,
+    manifests_last: bool = True,
+    keys: list[str] | None = None,
+) -> list[str]:
     """Upload files under local_root to s3://bucket/prefix/..., data before manifests (like AWS)."""
-    rels = keys if keys is not None else [str(p.relative_to(local_root)) for p in sorted(local_root.rglob("*")) if p.is_file()]
+    rels = (
+        keys
+        if keys is not None
+        else [str(p.relative_to(local_root)) for p in sorted(local_root.rglob("*")) if p.is_file()]
+    )
     rels = sorted(rels, key=lambda r: (manifests_last and r.endswith("Manifest.json"), r))
     pre = prefix.strip("/")
     out = []
@@ -726,8 +1093,9 @@ def upload_tree(s3_client: Any, local_root: Path, bucket: str, prefix: str, *, m
     return out
 
 
-def write_and_upload_cur2(s3_client: Any, bucket: str, prefix: str, spec: GenSpec, workdir: Path,
-                          export_name: str = "finops-export") -> Delivery:
+def write_and_upload_cur2(
+    s3_client: Any, bucket: str, prefix: str, spec: GenSpec, workdir: Path, export_name: str = "finops-export"
+) -> Delivery:
     """Generate one CUR 2.0 period into workdir and upload it (data first, manifest last)."""
     d = write_cur2_period(workdir, spec, export_name=export_name, prefix=prefix, bucket=bucket)
     upload_tree(s3_client, workdir, bucket, prefix, keys=[*d.data_keys, d.manifest_key])

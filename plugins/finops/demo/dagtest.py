@@ -66,9 +66,13 @@ def serve(result_fd: int) -> int:
                     del os.environ[key]
                 os.environ.update(env)
             try:
-                state, seconds = run_one(req["dag_id"], req.get("conf") or {}, no_retries=req.get("no_retries", True))
+                state, seconds = run_one(
+                    req["dag_id"], req.get("conf") or {}, no_retries=req.get("no_retries", True)
+                )
             except Exception as e:  # noqa: BLE001 - reported to the caller as this run's state
-                print(f"dag.test({req['dag_id']}) raised {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                print(
+                    f"dag.test({req['dag_id']}) raised {type(e).__name__}: {e}", file=sys.stderr, flush=True
+                )
                 state, seconds = "error", 0.0
             results.write(json.dumps({"dag_id": req["dag_id"], "state": state, "seconds": seconds}) + "\n")
     return 0

@@ -138,13 +138,16 @@ class ThreadedBigQuery:
 def gcp_connection(endpoint: str, project: str) -> dict[str, Any]:
     """Connection for BigQueryHook; finops.sources.gcp_bigquery honours `api_endpoint` and
     `anonymous` (emulator only)."""
-    return {"conn_type": "google_cloud_platform",
-            "extra": {"project": project, "api_endpoint": endpoint, "anonymous": True}}
+    return {
+        "conn_type": "google_cloud_platform",
+        "extra": {"project": project, "api_endpoint": endpoint, "anonymous": True},
+    }
 
 
 @contextlib.contextmanager
-def bigquery_emulator(conn_id: str | None = None, project: str = "billing-proj",
-                      log_level: str = "warning") -> Iterator[str]:
+def bigquery_emulator(
+    conn_id: str | None = None, project: str = "billing-proj", log_level: str = "warning"
+) -> Iterator[str]:
     """A running in-process BigQuery emulator (ephemeral); yields its REST URL. `log_level`
     is its own ("info": one line per request); the process's logging is restored after its
     start reconfigured it (see process_logging_kept)."""
@@ -156,8 +159,14 @@ def bigquery_emulator(conn_id: str | None = None, project: str = "billing-proj",
     # methods, restored below, which mypy reports as method-assign.
     bq_engine.DuckDBEngine._load_spatial = lambda self: None  # type: ignore[method-assign]
     bq_engine.DuckDBEngine._load_format_extensions = lambda self: None  # type: ignore[method-assign]
-    settings = Settings(persistence_mode=PersistenceMode.EPHEMERAL, rest_host="127.0.0.1", rest_port=0,
-                        grpc_host="127.0.0.1", grpc_port=0, log_level=LogLevel(log_level))
+    settings = Settings(
+        persistence_mode=PersistenceMode.EPHEMERAL,
+        rest_host="127.0.0.1",
+        rest_port=0,
+        grpc_host="127.0.0.1",
+        grpc_port=0,
+        log_level=LogLevel(log_level),
+    )
     emu = ThreadedBigQuery(settings)
     try:
         emu.start()
@@ -177,8 +186,11 @@ def bigquery_client(endpoint: str, project: str = "billing-proj") -> Any:
     from google.auth.credentials import AnonymousCredentials
     from google.cloud import bigquery
 
-    return bigquery.Client(project=project, credentials=AnonymousCredentials(),
-                           client_options=ClientOptions(api_endpoint=endpoint))
+    return bigquery.Client(
+        project=project,
+        credentials=AnonymousCredentials(),
+        client_options=ClientOptions(api_endpoint=endpoint),
+    )
 
 
 # ------------------------------------------------------------------ Azure: Azurite
@@ -203,14 +215,27 @@ def azurite(conn_id: str | None = None, workdir: Path | None = None) -> Iterator
     with contextlib.ExitStack() as stack:
         cwd = workdir or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="azurite-")))
         proc = subprocess.Popen(
-            [azurite_binary(), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--inMemoryPersistence",
-             "--skipApiVersionCheck", "--disableTelemetry", "--silent"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd,
+            [
+                azurite_binary(),
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(port),
+                "--inMemoryPersistence",
+                "--skipApiVersionCheck",
+                "--disableTelemetry",
+                "--silent",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
         )
         try:
             _wait_for_port(port, proc)
-            conn_str = (f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
-                        f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};")
+            conn_str = (
+                f"DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};"
+                f"BlobEndpoint=http://127.0.0.1:{port}/{AZURITE_ACCOUNT};"
+            )
             with airflow_connection(conn_id, azure_connection(conn_str)):
                 yield conn_str
         finally:
@@ -260,13 +285,21 @@ class LambdaApiState:
         with self.lock:
             self.calls.append(path)
             if authorization != f"Bearer {self.api_key}":
-                return 401, {}, {"error": {"code": "global/invalid-api-key", "message": "API key was invalid"}}
+                return (
+                    401,
+                    {},
+                    {"error": {"code": "global/invalid-api-key", "message": "API key was invalid"}},
+                )
             if path not in ("/api/v1/instances", "/api/v1/instance-types"):
                 return 404, {}, {"error": {"code": "global/object-does-not-exist", "message": "Not found"}}
             if self.failures:
                 status, headers = self.failures.pop(0)
-                body = {"error": {"code": "global/quota-exceeded" if status == 429 else "global/unknown",
-                                  "message": "Too many requests" if status == 429 else "Internal error"}}
+                body = {
+                    "error": {
+                        "code": "global/quota-exceeded" if status == 429 else "global/unknown",
+                        "message": "Too many requests" if status == 429 else "Internal error",
+                    }
+                }
                 return status, headers, body
             if path == "/api/v1/instances":
                 return 200, {}, {"data": list(self.instances)}
@@ -277,8 +310,9 @@ class _LambdaHandler(BaseHTTPRequestHandler):
     server: _LambdaServer
 
     def do_GET(self) -> None:  # noqa: N802 - http.server API
-        status, headers, body = self.server.state.respond(self.path.split("?", 1)[0],
-                                                          self.headers.get("Authorization"))
+        status, headers, body = self.server.state.respond(
+            self.path.split("?", 1)[0], self.headers.get("Authorization")
+        )
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

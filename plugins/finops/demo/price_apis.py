@@ -441,7 +441,9 @@ class GcpComputeEmulator(PriceApiEmulator):
     """Compute Engine `aggregated/machineTypes` (honours `filter=name eq '<RE2>'` on the whole
     name and pages by `pageToken`) and `aggregated/acceleratorTypes`, for the catalog's specs."""
 
-    path: ClassVar[Any] = re.compile(r"^/compute/v1/projects/[^/]+/aggregated/(machineTypes|acceleratorTypes)$")
+    path: ClassVar[Any] = re.compile(
+        r"^/compute/v1/projects/[^/]+/aggregated/(machineTypes|acceleratorTypes)$"
+    )
     machine_pages: list[dict] = field(default_factory=gcp_machine_types)
     accelerators: dict = field(default_factory=gcp_accelerator_types)
 
@@ -452,7 +454,9 @@ class GcpComputeEmulator(PriceApiEmulator):
         if req.path.endswith("/acceleratorTypes"):
             return Response(json.dumps(self.accelerators), 200, content_type="application/json")
         token = req.args.get("pageToken")
-        idx = next((i + 1 for i, p in enumerate(self.machine_pages) if token and p.get("nextPageToken") == token), 0)
+        idx = next(
+            (i + 1 for i, p in enumerate(self.machine_pages) if token and p.get("nextPageToken") == token), 0
+        )
         if token and not idx:
             body = {"error": {"code": 400, "message": "Invalid value for field 'pageToken'"}}
             return Response(json.dumps(body), 400, content_type="application/json")

@@ -110,12 +110,21 @@ def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str
     from finops.demo import cur_generator as gen
 
     os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(
-        {"conn_type": "aws", "login": "demo", "password": "demo",
-         "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}}
+        {
+            "conn_type": "aws",
+            "login": "demo",
+            "password": "demo",
+            "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+        }
     )
     src = get_config().sources.aws[0]
-    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                      aws_access_key_id="demo", aws_secret_access_key="demo")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="demo",
+        aws_secret_access_key="demo",
+    )
     s3.create_bucket(Bucket=src.bucket)
     expected: dict[str, Decimal] = {}
     work = finops_home() / "demo-exports" / "aws"
@@ -131,8 +140,12 @@ def seed_aws(endpoint: str, periods: list[str], rows_per_month: int) -> dict[str
 def _bq_schema(fields: list[dict[str, Any]]) -> list[Any]:
     from google.cloud import bigquery
 
-    return [bigquery.SchemaField(f["name"], f["type"], mode=f.get("mode", "NULLABLE"),
-                                 fields=_bq_schema(f.get("fields", []))) for f in fields]
+    return [
+        bigquery.SchemaField(
+            f["name"], f["type"], mode=f.get("mode", "NULLABLE"), fields=_bq_schema(f.get("fields", []))
+        )
+        for f in fields
+    ]
 
 
 def seed_gcp(endpoint: str, periods: list[str], days: int = GCP_DAYS) -> dict[str, Decimal]:
@@ -147,8 +160,10 @@ def seed_gcp(endpoint: str, periods: list[str], days: int = GCP_DAYS) -> dict[st
     src = get_config().sources.gcp[0]
     client = bigquery_client(endpoint, src.project)
     client.create_dataset(f"{src.project}.{src.dataset}", exists_ok=True)
-    table = client.create_table(bigquery.Table(f"{src.project}.{src.dataset}.{src.table}",
-                                               schema=_bq_schema(gen.BQ_SCHEMA)), exists_ok=True)
+    table = client.create_table(
+        bigquery.Table(f"{src.project}.{src.dataset}.{src.table}", schema=_bq_schema(gen.BQ_SCHEMA)),
+        exists_ok=True,
+    )
     expected: dict[str, Decimal] = {}
     for i, period in enumerate(periods):
         sample = gen.generate(period=period, days=days, seed=7 + i)
@@ -193,10 +208,18 @@ def seed_azure(connection_string: str, periods: list[str], days: int = AZURE_DAY
             body = sample.csv_bytes(gz=True)
             container.upload_blob(blob, body, overwrite=True)
             submitted = (start + timedelta(days=n_days, hours=6)).strftime("%Y-%m-%dT%H:%M:%SZ")
-            manifest = gen.manifest(export_name=export_name, run_id=run_id, submitted=submitted,
-                                    blobs=[(blob, len(body), len(sample.rows))], export_type=export_type,
-                                    start=f"{start:%Y-%m-%d}", end=f"{last:%Y-%m-%d}")
-            container.upload_blob(f"{folder}/{run_id}/manifest.json", json.dumps(manifest).encode(), overwrite=True)
+            manifest = gen.manifest(
+                export_name=export_name,
+                run_id=run_id,
+                submitted=submitted,
+                blobs=[(blob, len(body), len(sample.rows))],
+                export_type=export_type,
+                start=f"{start:%Y-%m-%d}",
+                end=f"{last:%Y-%m-%d}",
+            )
+            container.upload_blob(
+                f"{folder}/{run_id}/manifest.json", json.dumps(manifest).encode(), overwrite=True
+            )
         assert sample is not None
         expected[period] = sample.billed_total
     return expected
@@ -209,8 +232,14 @@ def lambda_sample(period: str) -> Any:
 
     base = gen.generate(period)
     t0 = base.polls[0]
-    insts = [replace(i, iid=hashlib.md5(f"{i.iid}:{period}".encode()).hexdigest(),
-                     terminated=i.terminated or t0 + timedelta(hours=15, minutes=40)) for i in base.instances]
+    insts = [
+        replace(
+            i,
+            iid=hashlib.md5(f"{i.iid}:{period}".encode()).hexdigest(),
+            terminated=i.terminated or t0 + timedelta(hours=15, minutes=40),
+        )
+        for i in base.instances
+    ]
     return gen.LambdaSample(period, insts, list(base.polls))
 
 
@@ -254,8 +283,9 @@ def seed_lambda(state: Any, periods: list[str]) -> dict[str, Decimal]:
             expected[period] = lambda_expected(sample)
     finally:
         wh.close()
-    state.instances = [gen.instance_json("5d1c0ffee0a94e4c9d2b7a1e3f4a5b6c", "dev-box", "gpu_1x_a10",
-                                             "us-west-1", "active")]
+    state.instances = [
+        gen.instance_json("5d1c0ffee0a94e4c9d2b7a1e3f4a5b6c", "dev-box", "gpu_1x_a10", "us-west-1", "active")
+    ]
     return expected
 
 
@@ -276,8 +306,12 @@ class DagRunner:
         self.log = self.log_file.open("a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "finops.demo.dagtest", "--serve", str(w)],
-            stdin=subprocess.PIPE, stdout=self.log, stderr=subprocess.STDOUT, env=os.environ.copy(),
-            pass_fds=(w,), text=True,
+            stdin=subprocess.PIPE,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            env=os.environ.copy(),
+            pass_fds=(w,),
+            text=True,
         )
         os.close(w)
         self.results = os.fdopen(r, "r")
@@ -335,7 +369,9 @@ def close_dag_runners() -> None:
         _RUNNERS.popitem()[1].close()
 
 
-def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None = None) -> tuple[str, list[str]]:
+def summary(
+    periods: list[str], expected: dict[str, dict[str, Decimal]] | None = None
+) -> tuple[str, list[str]]:
     """The printed cost summary, and the (period, provider) totals that do not match the
     generators' expected totals to the cent or are missing: the demo fails on any."""
     from finops.warehouse import connect
@@ -349,8 +385,10 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
             "SELECT x_billing_period, x_provider, billing_currency, count(*), sum(billed_cost), sum(effective_cost) "
             "FROM focus_costs GROUP BY 1, 2, 3 ORDER BY 1, 2"
         )
-        lines.append(f"  {'period':8} {'provider':8} {'cur':4} {'rows':>9} {'billed':>14} {'effective':>14}"
-                     f" {'expected':>14}")
+        lines.append(
+            f"  {'period':8} {'provider':8} {'cur':4} {'rows':>9} {'billed':>14} {'effective':>14}"
+            f" {'expected':>14}"
+        )
         got: dict[tuple[str, str], Decimal] = {}
         for p, prov, cur, n, b, e in rows:
             got[(p, prov)] = Decimal(b)
@@ -379,7 +417,8 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
         last = periods[-1]
         for cat, b in wh.query(
             "SELECT service_category, sum(billed_cost) FROM focus_costs WHERE x_billing_period = ? "
-            "GROUP BY 1 ORDER BY 2 DESC", [last]
+            "GROUP BY 1 ORDER BY 2 DESC",
+            [last],
         ):
             lines.append(f"    {cat:28} {b:>14,.2f}")
         # the configured warehouse may be PostgreSQL: portable GROUP BY, its own regex operator
@@ -388,7 +427,8 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
         gpu = wh.query(
             "SELECT x_provider, coalesce(pricing_category, 'n/a'), sum(effective_cost) FROM focus_costs "
             f"WHERE x_billing_period = ? AND {match} "
-            "GROUP BY 1, 2 ORDER BY 3 DESC", [last, GPU_INSTANCE_PATTERN]
+            "GROUP BY 1, 2 ORDER BY 3 DESC",
+            [last, GPU_INSTANCE_PATTERN],
         )
         if gpu:
             lines.append("  GPU instances by provider and pricing category, effective cost:")
@@ -396,7 +436,8 @@ def summary(periods: list[str], expected: dict[str, dict[str, Decimal]] | None =
                 lines.append(f"    {prov:8} {cat:19} {e:>14,.2f}")
         loads = wh.query(
             "SELECT source, billing_period, status, row_count, focus_billed_total, raw_billed_total FROM load_log "
-            "ORDER BY finished_at DESC LIMIT ?", [len(PROVIDERS) * len(periods)]
+            "ORDER BY finished_at DESC LIMIT ?",
+            [len(PROVIDERS) * len(periods)],
         )
         lines.append("  Latest loads (load_log): source period status rows focus_total raw_total")
         for s, p, st, n, ft, rt in loads:
@@ -418,8 +459,19 @@ def _check(got: Decimal, expected: Decimal) -> str:
 
 # Loud at INFO in this process (emulators on threads, SDK request dumps, the Lambda replay);
 # the DAG runs' own logs go to demo.log and the Airflow task logs.
-NOISY_LOGGERS = ("azure", "bqemulator", "uvicorn", "uvicorn.error", "uvicorn.access", "sqlglot", "botocore",
-                 "werkzeug", "finops", "httpx", "mail.log")
+NOISY_LOGGERS = (
+    "azure",
+    "bqemulator",
+    "uvicorn",
+    "uvicorn.error",
+    "uvicorn.access",
+    "sqlglot",
+    "botocore",
+    "werkzeug",
+    "finops",
+    "httpx",
+    "mail.log",
+)
 
 
 def quiet_logging() -> None:
@@ -441,9 +493,16 @@ def quiet_logging() -> None:
     warnings.filterwarnings("ignore", message="Arrow output on a DB-API result", category=UserWarning)
 
 
-def load_billing(res: StageResult, stack: contextlib.ExitStack, endpoint: str, periods: list[str],
-                 rows_per_month: int, providers: tuple[str, ...], log_file: Path,
-                 extra_seeders: list[Callable[[list[str]], None]] | None = None) -> None:
+def load_billing(
+    res: StageResult,
+    stack: contextlib.ExitStack,
+    endpoint: str,
+    periods: list[str],
+    rows_per_month: int,
+    providers: tuple[str, ...],
+    log_file: Path,
+    extra_seeders: list[Callable[[list[str]], None]] | None = None,
+) -> None:
     """Stage 1: seed every configured provider's emulator, run its billing DAG, and judge the
     warehouse against the generators' totals to the cent."""
     from finops.config import get_config
@@ -452,8 +511,11 @@ def load_billing(res: StageResult, stack: contextlib.ExitStack, endpoint: str, p
     srcs = get_config().sources
     expected: dict[str, dict[str, Decimal]] = {}
     if "aws" in providers:
-        print(f"  moto S3 on {endpoint}; writing CUR 2.0 exports for {', '.join(periods)} "
-              f"({rows_per_month:,} rows/month)...", flush=True)
+        print(
+            f"  moto S3 on {endpoint}; writing CUR 2.0 exports for {', '.join(periods)} "
+            f"({rows_per_month:,} rows/month)...",
+            flush=True,
+        )
         expected["aws"] = seed_aws(endpoint, periods, rows_per_month)
     if srcs.gcp and "gcp" in providers:
         bq = stack.enter_context(emulators.bigquery_emulator(srcs.gcp[0].conn_id, srcs.gcp[0].project))
@@ -462,8 +524,10 @@ def load_billing(res: StageResult, stack: contextlib.ExitStack, endpoint: str, p
     if srcs.azure and "azure" in providers:
         conn_str = stack.enter_context(emulators.azurite(srcs.azure[0].conn_id))
         blob_url = conn_str.split("BlobEndpoint=", 1)[1].rstrip(";")
-        print(f"  Azurite on {blob_url}; Azure amortized exports, {AZURE_DAYS} days/month, 2 runs each...",
-              flush=True)
+        print(
+            f"  Azurite on {blob_url}; Azure amortized exports, {AZURE_DAYS} days/month, 2 runs each...",
+            flush=True,
+        )
         expected["azure"] = seed_azure(conn_str, periods)
     # the Lambda API also serves the price stage's Lambda price list: always started
     conn_id = srcs.lambda_cloud[0].conn_id if srcs.lambda_cloud else "lambda_cloud_default"
@@ -498,9 +562,12 @@ def _print_stage(n: int, res: StageResult) -> None:
         print(f"  FAILED: {problem}", flush=True)
 
 
-def run_demo(months: int = 3, rows_per_month: int = 20_000,
-             extra_seeders: list[Callable[[list[str]], None]] | None = None,
-             providers: tuple[str, ...] = PROVIDERS) -> int:
+def run_demo(
+    months: int = 3,
+    rows_per_month: int = 20_000,
+    extra_seeders: list[Callable[[list[str]], None]] | None = None,
+    providers: tuple[str, ...] = PROVIDERS,
+) -> int:
     """Every stage in order, each printed as it ends; exit 1 when any stage fell short."""
     from finops.demo import stages
     from finops.demo.alert_sinks import slack_webhook, smtp_server
@@ -533,18 +600,35 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
         inbox = stack.enter_context(smtp_server(SMTP_CONN))
         apis = stack.enter_context(price_apis(GCP_PRICES_CONN))
         config = write_demo_config(home, apis.azure_url)
-        print(f"  config: {config} (alerts -> local Slack {slack.url} and SMTP 127.0.0.1:{inbox.port})",
-              flush=True)
+        print(
+            f"  config: {config} (alerts -> local Slack {slack.url} and SMTP 127.0.0.1:{inbox.port})",
+            flush=True,
+        )
         endpoint = stack.enter_context(moto_server())
-        stage(1, "Billing of the four clouds", lambda: stages.timed("Billing", lambda res: load_billing(
-            res, stack, endpoint, periods, rows_per_month, providers, log_file, extra_seeders)))
+        stage(
+            1,
+            "Billing of the four clouds",
+            lambda: stages.timed(
+                "Billing",
+                lambda res: load_billing(
+                    res, stack, endpoint, periods, rows_per_month, providers, log_file, extra_seeders
+                ),
+            ),
+        )
         stage(2, "Showback / chargeback", lambda: stages.showback(periods, dag))
         stage(3, "Anomaly detection and alerts", lambda: stages.anomalies(dag, slack, inbox, out / "alerts"))
-        stage(4, "Tagging and idle-GPU policies, dry run", lambda: stages.policies(endpoint, dag, periods[-1]))
+        stage(
+            4, "Tagging and idle-GPU policies, dry run", lambda: stages.policies(endpoint, dag, periods[-1])
+        )
         stage(5, "Price history from local fakes of the price APIs", lambda: stages.prices(dag))
-        stage(6, "Commitments: coverage, utilisation, expiry, purchase advice",
-              lambda: stages.commitments(dag, slack))
-        stage(7, "Training job: spot, a preemption, a fallback to on-demand", lambda: stages.training_job(dag))
+        stage(
+            6,
+            "Commitments: coverage, utilisation, expiry, purchase advice",
+            lambda: stages.commitments(dag, slack),
+        )
+        stage(
+            7, "Training job: spot, a preemption, a fallback to on-demand", lambda: stages.training_job(dag)
+        )
     stage(8, "GPU benchmark on this CPU, priced against the loaded prices", lambda: stages.benchmark(out))
     total = time.perf_counter() - t0
     print(f"""
@@ -552,12 +636,12 @@ def run_demo(months: int = 3, rows_per_month: int = 20_000,
   The FinOps view on this warehouse, inside the Airflow UI:  make ui
     (starts `airflow api-server` on http://127.0.0.1:8080 with FINOPS_HOME={home};
      log in as {DEMO_UI_USER} / {DEMO_UI_PASSWORD}, then Browse -> FinOps, or open /finops/ directly)
-  warehouse (DuckDB):   {home / 'warehouse.duckdb'}   query it: .venv/bin/python -c "import duckdb; print(duckdb.connect('{home / 'warehouse.duckdb'}', read_only=True).sql('FROM focus_costs LIMIT 5'))"
-  Airflow task logs:    {home / 'airflow' / 'logs'}   (run output: {log_file})
-  alerts caught:        {out / 'alerts'}   reports: {home / 'reports'}   quarantine: {home / 'quarantine'}
-  FOCUS export:         FINOPS_HOME={shlex.quote(str(home))} .venv/bin/finops export focus --period {periods[-1]} --out {shlex.quote(str(home / 'focus.parquet'))}
+  warehouse (DuckDB):   {home / "warehouse.duckdb"}   query it: .venv/bin/python -c "import duckdb; print(duckdb.connect('{home / "warehouse.duckdb"}', read_only=True).sql('FROM focus_costs LIMIT 5'))"
+  Airflow task logs:    {home / "airflow" / "logs"}   (run output: {log_file})
+  alerts caught:        {out / "alerts"}   reports: {home / "reports"}   quarantine: {home / "quarantine"}
+  FOCUS export:         FINOPS_HOME={shlex.quote(str(home))} .venv/bin/finops export focus --period {periods[-1]} --out {shlex.quote(str(home / "focus.parquet"))}
 
-Stage times: {', '.join(f'{i}. {r.seconds:.0f} s' for i, r in enumerate(done, 1))}; total {total:.0f} s
+Stage times: {", ".join(f"{i}. {r.seconds:.0f} s" for i, r in enumerate(done, 1))}; total {total:.0f} s
 """)
     failed = [(i, r) for i, r in enumerate(done, 1) if r.problems]
     for i, r in failed:

@@ -273,7 +273,9 @@ def prices(run_dag: RunDag) -> StageResult:
                 "WHERE os = 'linux' ORDER BY price_per_hour LIMIT 6"
             )
             # GCP's specs come from the Compute API fake (finops.demo.price_apis), not the static table
-            sources = wh.query("SELECT source, count(*) FROM instance_catalog WHERE provider = 'gcp' GROUP BY 1")
+            sources = wh.query(
+                "SELECT source, count(*) FROM instance_catalog WHERE provider = 'gcp' GROUP BY 1"
+            )
         finally:
             wh.close()
         res.lines.append("  GCP GPU catalog by source: " + ", ".join(f"{s} {n}" for s, n in sorted(sources)))
@@ -325,16 +327,22 @@ def commitments(run_dag: RunDag, slack: SlackCatcher) -> StageResult:
         res.lines.append("  Coverage, last month (effective cost under a commitment / eligible):")
         for prov, cur, covered, eligible in cover:
             share = Decimal(str(covered)) / Decimal(str(eligible)) if eligible else Decimal(0)
-            res.lines.append(f"    {prov:<7} {Decimal(str(covered)):>12.2f} / {Decimal(str(eligible)):>12.2f} {cur}  ({share:.0%})")
+            res.lines.append(
+                f"    {prov:<7} {Decimal(str(covered)):>12.2f} / {Decimal(str(eligible)):>12.2f} {cur}  ({share:.0%})"
+            )
         res.need(bool(cover), "no commitment coverage computed")
         res.lines.append("  Utilisation, last month (used / unused commitment):")
         for prov, cid, cur, used, unused in util:
-            res.lines.append(f"    {prov:<7} {str(cid)[-40:]:<40} used {Decimal(str(used)):>10.2f}  unused {Decimal(str(unused)):>9.2f} {cur}")
+            res.lines.append(
+                f"    {prov:<7} {str(cid)[-40:]:<40} used {Decimal(str(used)):>10.2f}  unused {Decimal(str(unused)):>9.2f} {cur}"
+            )
         res.need(bool(util), "no commitment utilisation computed")
         res.lines.append("  Expiry calendar (soonest first):")
         for prov, cid, end in ending:
             res.lines.append(f"    {prov:<7} {str(cid)[-40:]:<40} ends {end}")
-        res.need(bool(ending), "the expiry calendar is empty (the demo CUR carries RI / Savings Plan end dates)")
+        res.need(
+            bool(ending), "the expiry calendar is empty (the demo CUR carries RI / Savings Plan end dates)"
+        )
         alerts = [json.dumps(p) for p in slack.posts[before:]]
         res.lines.append(f"  expiry alerts sent to the local Slack: {sum('ommitment' in a for a in alerts)}")
         res.need(any("ommitment" in a for a in alerts), "no commitment expiry alert reached Slack")

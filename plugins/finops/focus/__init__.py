@@ -1,2 +1,1 @@
 """FOCUS 1.2 schema and per-provider converters (pure: no Airflow or cloud imports)."""
-

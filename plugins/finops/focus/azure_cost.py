@@ -214,8 +214,12 @@ class AzureCostConverter:
         """Human name of the export variant these columns are, e.g. 'Azure EA actual, Cost column'."""
         picked = _pick(columns)
         detected = detect_agreement(columns)
-        label = {"mca": "MCA", "ea": "EA", "csp": "CSP (partner agreement, subscription scope)",
-                 "payg": "pay-as-you-go"}[detected]
+        label = {
+            "mca": "MCA",
+            "ea": "EA",
+            "csp": "CSP (partner agreement, subscription scope)",
+            "payg": "pay-as-you-go",
+        }[detected]
         if detected == "mca" and "partner_name" in picked:
             label = "MPA (partner agreement, billing scope)"
         cost = picked.get("cost", "no cost column")

@@ -27,8 +27,8 @@ def utc_ts(expr: str) -> str:
 
 def template_sql(extra: dict[str, str] | None = None) -> str:
     """Zero-row relation with every FOCUS column (PascalCase) as VARCHAR, plus `extra`."""
-    cols = [f"CAST(NULL AS VARCHAR) AS \"{c.name}\"" for c in FOCUS_COLUMNS if c.name not in _KEEP_NATIVE]
-    cols += [f"CAST(NULL AS {typ}) AS \"{name}\"" for name, typ in (extra or {}).items()]
+    cols = [f'CAST(NULL AS VARCHAR) AS "{c.name}"' for c in FOCUS_COLUMNS if c.name not in _KEEP_NATIVE]
+    cols += [f'CAST(NULL AS {typ}) AS "{name}"' for name, typ in (extra or {}).items()]
     return f"SELECT {', '.join(cols)} WHERE false"
 
 
@@ -56,7 +56,9 @@ class NativeFocusConverter:
         return f"SELECT * FROM ({template_sql(self.extra_columns)}) UNION ALL BY NAME SELECT * FROM {src}"
 
     def raw_billed_totals_sql(self, raw: str) -> str:
-        return raw_totals_by_currency(raw, self.columns()["billing_currency"], f"CAST(\"BilledCost\" AS {MONEY})")
+        return raw_totals_by_currency(
+            raw, self.columns()["billing_currency"], f'CAST("BilledCost" AS {MONEY})'
+        )
 
     def focus_sql(self, raw: str, ctx: object) -> str:
         return f"SELECT {select_list({**self.columns(), **lineage(ctx, self.provider)})} FROM {raw}"
@@ -64,7 +66,7 @@ class NativeFocusConverter:
     # -- mapping -------------------------------------------------------------------------
     def tags_sql(self) -> str:
         """SQL turning the raw Tags column into one JSON object text (or NULL)."""
-        return "CAST(\"Tags\" AS VARCHAR)"
+        return 'CAST("Tags" AS VARCHAR)'
 
     def columns(self) -> dict[str, str]:
         out: dict[str, str] = {}

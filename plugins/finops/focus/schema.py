@@ -184,7 +184,9 @@ _S, _M, _Q, _T, _J = Kind.STRING, Kind.MONEY, Kind.QUANTITY, Kind.TIMESTAMP, Kin
 _R, _RC, _C, _X = Level.REQUIRED, Level.RECOMMENDED, Level.CONDITIONAL, Level.EXTENSION
 
 
-def _c(name: str, kind: Kind, level: Level, nullable: bool = True, allowed=None, description: str = "") -> Column:
+def _c(
+    name: str, kind: Kind, level: Level, nullable: bool = True, allowed=None, description: str = ""
+) -> Column:
     return Column(name, kind, level, nullable, tuple(allowed) if allowed else None, description)
 
 

@@ -35,15 +35,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", required=True, type=Path, help="where to write the result document")
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | cuda:N")
-    ap.add_argument("--sections", default=",".join(DEFAULT_SECTIONS), help="comma list of " + ", ".join(SECTIONS))
-    ap.add_argument("--context", action="append", default=[], metavar="KEY=VALUE",
-                    help="stamped into the document (provider, region, instance_type, run_id, ...)")
+    ap.add_argument(
+        "--sections", default=",".join(DEFAULT_SECTIONS), help="comma list of " + ", ".join(SECTIONS)
+    )
+    ap.add_argument(
+        "--context",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="stamped into the document (provider, region, instance_type, run_id, ...)",
+    )
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--budget-scale", type=float, default=1.0, help="multiply every section's time budget")
     sv = ap.add_argument_group("serving")
     sv.add_argument("--serving", action="store_true", help="add the serving section to the sections run")
-    sv.add_argument("--p99-ms", action="append", default=[], metavar="[MODEL=]MS",
-                    help="P99 target of one request batch (default resnet50=100, decoder=2000)")
+    sv.add_argument(
+        "--p99-ms",
+        action="append",
+        default=[],
+        metavar="[MODEL=]MS",
+        help="P99 target of one request batch (default resnet50=100, decoder=2000)",
+    )
     sv.add_argument("--batches", help="comma list of batch sizes for both models")
     sv.add_argument("--serving-dtypes", help="comma list of fp32, fp16, bf16, int8, fp8")
     sv.add_argument("--serving-models", help="comma list of resnet50, decoder")
@@ -53,7 +65,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.serving and "serving" not in args.sections.split(","):
         args.sections += ",serving"
     overrides: dict[str, Any] = {}
-    given = (args.p99_ms, args.batches, args.serving_dtypes, args.serving_models, args.tokens_in, args.tokens_out)
+    given = (
+        args.p99_ms,
+        args.batches,
+        args.serving_dtypes,
+        args.serving_models,
+        args.tokens_in,
+        args.tokens_out,
+    )
     if any(v not in (None, [], "") for v in given):
         from finops.gpubench.serving_config import overrides_from
 
@@ -70,7 +89,9 @@ def main(argv: list[str] | None = None) -> int:
 
         torch.set_num_threads(args.threads)
     try:
-        doc = run_suite(args.device, args.quick, sections, _context(args.context), args.budget_scale, overrides)
+        doc = run_suite(
+            args.device, args.quick, sections, _context(args.context), args.budget_scale, overrides
+        )
     except (RuntimeError, ValueError, argparse.ArgumentTypeError) as e:
         print(f"finops.gpubench: {e}", file=sys.stderr)
         return 2

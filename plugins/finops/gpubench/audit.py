@@ -29,43 +29,133 @@ from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)
 POLICY = "gpu-benchmark"
-_COLS = ("action_id", "run_id", "policy", "policy_kind", "provider", "account", "region", "resource_id",
-         "resource_name", "owner", "decision", "action", "result", "reason", "dry_run", "evidence", "created_at",
-         "status", "updated_at")
+_COLS = (
+    "action_id",
+    "run_id",
+    "policy",
+    "policy_kind",
+    "provider",
+    "account",
+    "region",
+    "resource_id",
+    "resource_name",
+    "owner",
+    "decision",
+    "action",
+    "result",
+    "reason",
+    "dry_run",
+    "evidence",
+    "created_at",
+    "status",
+    "updated_at",
+)
 
 
-def record(wh: Warehouse | None, *, run_id: str, provider: str, region: str | None, resource_id: str,
-           action: str, result: str, dry_run: bool, reason: str = "", kind: str = "benchmark",
-           evidence: dict[str, Any] | None = None, status: str | None = None) -> str:
+def record(
+    wh: Warehouse | None,
+    *,
+    run_id: str,
+    provider: str,
+    region: str | None,
+    resource_id: str,
+    action: str,
+    result: str,
+    dry_run: bool,
+    reason: str = "",
+    kind: str = "benchmark",
+    evidence: dict[str, Any] | None = None,
+    status: str | None = None,
+) -> str:
     """Append one audit row. action: launch | terminate | reap; result: dry_run | ok | failed | ...
     `status` defaults to what the result says (`failed` for a failure, else `done`)."""
     aid = uuid.uuid4().hex
     status = status or (FAILED if result == "failed" else DONE)
     at = datetime.now(UTC).replace(tzinfo=None)
-    row = (aid, run_id, POLICY, kind, provider, None, region, resource_id, None, None, action, action, result,
-           reason, dry_run, json.dumps(evidence or {}, default=str), at, status, at)
-    log.info("audit %s %s %s/%s -> %s (dry_run=%s) %s", kind, action, provider, resource_id, result, dry_run, reason)
+    row = (
+        aid,
+        run_id,
+        POLICY,
+        kind,
+        provider,
+        None,
+        region,
+        resource_id,
+        None,
+        None,
+        action,
+        action,
+        result,
+        reason,
+        dry_run,
+        json.dumps(evidence or {}, default=str),
+        at,
+        status,
+        at,
+    )
+    log.info(
+        "audit %s %s %s/%s -> %s (dry_run=%s) %s",
+        kind,
+        action,
+        provider,
+        resource_id,
+        result,
+        dry_run,
+        reason,
+    )
     if wh is not None:
-        wh.execute(f"INSERT INTO policy_actions ({', '.join(_COLS)}) VALUES ({', '.join('?' for _ in _COLS)})", row)
+        wh.execute(
+            f"INSERT INTO policy_actions ({', '.join(_COLS)}) VALUES ({', '.join('?' for _ in _COLS)})", row
+        )
     return aid
 
 
-def intent(wh: Warehouse | None, *, run_id: str, provider: str, region: str | None, resource_id: str,
-           action: str, reason: str = "", kind: str = "benchmark", evidence: dict[str, Any] | None = None) -> str:
+def intent(
+    wh: Warehouse | None,
+    *,
+    run_id: str,
+    provider: str,
+    region: str | None,
+    resource_id: str,
+    action: str,
+    reason: str = "",
+    kind: str = "benchmark",
+    evidence: dict[str, Any] | None = None,
+) -> str:
     """The row of a live call about to be made, committed first: `pending`, outcome unknown."""
-    return record(wh, run_id=run_id, provider=provider, region=region, resource_id=resource_id, action=action,
-                  result=outcome_unknown(action), dry_run=False, reason=reason, kind=kind, evidence=evidence,
-                  status=PENDING)
+    return record(
+        wh,
+        run_id=run_id,
+        provider=provider,
+        region=region,
+        resource_id=resource_id,
+        action=action,
+        result=outcome_unknown(action),
+        dry_run=False,
+        reason=reason,
+        kind=kind,
+        evidence=evidence,
+        status=PENDING,
+    )
 
 
-def settle(wh: Warehouse | None, action_id: str, result: str, *, status: str | None = None,
-           reason: str | None = None, evidence: dict[str, Any] | None = None) -> None:
+def settle(
+    wh: Warehouse | None,
+    action_id: str,
+    result: str,
+    *,
+    status: str | None = None,
+    reason: str | None = None,
+    evidence: dict[str, Any] | None = None,
+) -> None:
     """The call's outcome, on the row `intent` wrote."""
     if wh is None:
         return
     status = status or (FAILED if result == "failed" else DONE)
-    sets, params = ["status = ?", "result = ?", "updated_at = ?"], [status, result,
-                                                                    datetime.now(UTC).replace(tzinfo=None)]
+    sets, params = (
+        ["status = ?", "result = ?", "updated_at = ?"],
+        [status, result, datetime.now(UTC).replace(tzinfo=None)],
+    )
     if reason is not None:
         sets.append("reason = ?")
         params.append(reason[:1000])
@@ -88,13 +178,16 @@ class Pending:
     evidence: dict[str, Any]
 
 
-def pending(wh: Warehouse | None, action: str, run_id: str | None = None,
-            bench_run_id: str | None = None) -> list[Pending]:
+def pending(
+    wh: Warehouse | None, action: str, run_id: str | None = None, bench_run_id: str | None = None
+) -> list[Pending]:
     """Pending rows of one action (of one DAG run, of one bench run when given)."""
     if wh is None:
         return []
-    sql = ("SELECT action_id, run_id, provider, region, resource_id, action, evidence FROM policy_actions "
-           "WHERE policy = ? AND action = ? AND status = ?")
+    sql = (
+        "SELECT action_id, run_id, provider, region, resource_id, action, evidence FROM policy_actions "
+        "WHERE policy = ? AND action = ? AND status = ?"
+    )
     params: list[Any] = [POLICY, action, PENDING]
     if run_id is not None:
         sql += " AND run_id = ?"
@@ -107,8 +200,9 @@ def pending(wh: Warehouse | None, action: str, run_id: str | None = None,
     return out
 
 
-def reconcile(wh: Warehouse | None, rows: Sequence[Pending], observe: Callable[[Pending], str | None],
-              by_run: str) -> list[tuple[Pending, str, str]]:
+def reconcile(
+    wh: Warehouse | None, rows: Sequence[Pending], observe: Callable[[Pending], str | None], by_run: str
+) -> list[tuple[Pending, str, str]]:
     """Settle rows a killed try left pending. `observe` re-reads the resource now: None when it is
     gone, else the cloud's state word ('error: ...' when it could not be read). A launch whose
     instance exists happened (done); a terminate / reap whose instance is gone or ending may have
@@ -124,8 +218,10 @@ def reconcile(wh: Warehouse | None, rows: Sequence[Pending], observe: Callable[[
         except Exception as e:  # noqa: BLE001 - an unreadable resource stays unknown, said so
             seen = f"error: {type(e).__name__}: {e}"
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        head = f"run {p.run_id} attempted the {p.action} and was killed before recording its outcome; " \
-               f"re-read by {by_run} at {now}: "
+        head = (
+            f"run {p.run_id} attempted the {p.action} and was killed before recording its outcome; "
+            f"re-read by {by_run} at {now}: "
+        )
         if seen is not None and seen.startswith("error:"):
             status, result = UNKNOWN, f"outcome unknown: {head}not readable ({seen[7:]})"
         elif p.action == "launch":
@@ -138,9 +234,21 @@ def reconcile(wh: Warehouse | None, rows: Sequence[Pending], observe: Callable[[
         else:
             status, result = NOT_ATTEMPTED, f"not attempted: {head}still {seen}, the call took no effect"
         reason = f"launched (found by {by_run}: {seen})" if result == "ok" else None
-        settle(wh, p.action_id, result[:500], status=status, reason=reason,
-               evidence={**p.evidence, "reconciled": {"by_run": by_run, "at": now, "seen": seen}})
-        log.warning("benchmark %s of %s left pending by %s -> %s: %s", p.action, p.resource_id, p.run_id, status,
-                    result)
+        settle(
+            wh,
+            p.action_id,
+            result[:500],
+            status=status,
+            reason=reason,
+            evidence={**p.evidence, "reconciled": {"by_run": by_run, "at": now, "seen": seen}},
+        )
+        log.warning(
+            "benchmark %s of %s left pending by %s -> %s: %s",
+            p.action,
+            p.resource_id,
+            p.run_id,
+            status,
+            result,
+        )
         out.append((p, status, result))
     return out

@@ -23,8 +23,17 @@ from pathlib import Path
 
 from finops.paths import include_dir
 
-STANDALONE = ("__init__.py", "__main__.py", "suite.py", "facts.py", "kernels.py", "profiles.py", "schema.py",
-              "timing.py", "train.py")
+STANDALONE = (
+    "__init__.py",
+    "__main__.py",
+    "suite.py",
+    "facts.py",
+    "kernels.py",
+    "profiles.py",
+    "schema.py",
+    "timing.py",
+    "train.py",
+)
 # shipped only to runs with the serving section (the weekly default, see settings.serving): with
 # them the script outgrows EC2's user data, so the bundle travels through object storage there
 # (see payload.py)
@@ -52,8 +61,13 @@ def _minify(source: str) -> str:
                 if arg is not None:
                     arg.annotation = None
         body = getattr(node, "body", None)
-        if (isinstance(body, list) and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]  # type: ignore[attr-defined]
     return ast.unparse(tree) + "\n"
 
@@ -75,6 +89,7 @@ def bundle(serving: bool = False) -> bytes:
     here = Path(__file__).parent
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:
+
         def add(name: str, data: bytes) -> None:
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -94,8 +109,10 @@ def bench_payload(serving: bool = False) -> str:
 
 def inline_step(data: bytes) -> str:
     """Payload step: the bundle inside the script itself."""
-    return (f"echo '{base64.b64encode(data).decode()}' | base64 -d | tar -xz -C \"$WORK\" "
-            "|| PAYLOAD_ERR='the inline payload did not unpack'")
+    return (
+        f"echo '{base64.b64encode(data).decode()}' | base64 -d | tar -xz -C \"$WORK\" "
+        "|| PAYLOAD_ERR='the inline payload did not unpack'"
+    )
 
 
 def fetch_step(url: str, sha256: str) -> str:
@@ -104,19 +121,21 @@ def fetch_step(url: str, sha256: str) -> str:
     the script uploads as its error document instead of running anything."""
     if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
         raise ValueError(f"not a hex SHA-256: {sha256!r}")
-    return "\n".join([
-        'B="$WORK/bench.tar.gz"',
-        # every error is retried (the network may come up after the script starts); tests lower it
-        f"if ! curl -fsS --retry \"${{FINOPS_FETCH_RETRIES:-5}}\" --retry-all-errors --connect-timeout 10 "
-        f"--max-time 300 -o \"$B\" {shlex.quote(url)}; then",
-        "  PAYLOAD_ERR='payload download failed'",
-        f"elif ! echo '{sha256}  '\"$B\" | sha256sum -c --status -; then",
-        "  PAYLOAD_ERR='payload SHA-256 mismatch: not run'",
-        'elif ! tar -xzf "$B" -C "$WORK"; then',
-        "  PAYLOAD_ERR='the fetched payload did not unpack'",
-        "fi",
-        'rm -f "$B"',
-    ])
+    return "\n".join(
+        [
+            'B="$WORK/bench.tar.gz"',
+            # every error is retried (the network may come up after the script starts); tests lower it
+            f'if ! curl -fsS --retry "${{FINOPS_FETCH_RETRIES:-5}}" --retry-all-errors --connect-timeout 10 '
+            f'--max-time 300 -o "$B" {shlex.quote(url)}; then',
+            "  PAYLOAD_ERR='payload download failed'",
+            f"elif ! echo '{sha256}  '\"$B\" | sha256sum -c --status -; then",
+            "  PAYLOAD_ERR='payload SHA-256 mismatch: not run'",
+            'elif ! tar -xzf "$B" -C "$WORK"; then',
+            "  PAYLOAD_ERR='the fetched payload did not unpack'",
+            "fi",
+            'rm -f "$B"',
+        ]
+    )
 
 
 def sha256_hex(data: bytes) -> str:
@@ -147,7 +166,9 @@ def render(
         "TIMEOUT_S": str(timeout_s),
         "BENCH_ARGS": " ".join(shlex.quote(a) for a in args),
         "UPLOAD": upload,
-        "PAYLOAD_STEP": payload_step if payload_step is not None else inline_step(bundle(wants_serving(args))),
+        "PAYLOAD_STEP": payload_step
+        if payload_step is not None
+        else inline_step(bundle(wants_serving(args))),
     }
     # one pass: a value that happens to contain @@NAME@@ (a context string) is never expanded
     return re.sub(r"@@([A-Z_]+)@@", lambda m: values[m.group(1)], tmpl)
@@ -156,5 +177,7 @@ def render(
 def presigned_put_upload(url: str, extra_headers: dict[str, str] | None = None) -> str:
     """Upload snippet: curl PUT of $OUT to a pre-signed URL (S3, GCS signed URL, Azure SAS)."""
     headers = " ".join(f"-H {shlex.quote(f'{k}: {v}')}" for k, v in (extra_headers or {}).items())
-    return (f"curl -fsS --retry 5 --retry-all-errors -X PUT {headers} "
-            f"-H 'Content-Type: application/json' --upload-file \"$OUT\" {shlex.quote(url)}")
+    return (
+        f"curl -fsS --retry 5 --retry-all-errors -X PUT {headers} "
+        f"-H 'Content-Type: application/json' --upload-file \"$OUT\" {shlex.quote(url)}"
+    )

@@ -41,9 +41,14 @@ class Latencies:
 
     def summary(self) -> dict[str, float]:
         s = self.samples_s
-        return {"p50_ms": percentile(s, 50) * 1e3, "p95_ms": percentile(s, 95) * 1e3,
-                "p99_ms": percentile(s, 99) * 1e3, "mean_ms": sum(s) / len(s) * 1e3,
-                "max_ms": max(s) * 1e3, "min_ms": min(s) * 1e3}
+        return {
+            "p50_ms": percentile(s, 50) * 1e3,
+            "p95_ms": percentile(s, 95) * 1e3,
+            "p99_ms": percentile(s, 99) * 1e3,
+            "mean_ms": sum(s) / len(s) * 1e3,
+            "max_ms": max(s) * 1e3,
+            "min_ms": min(s) * 1e3,
+        }
 
 
 def measure_latencies(
@@ -78,9 +83,17 @@ def measure_latencies(
     return Latencies(samples, warmup, truncated)
 
 
-def point_row(model: str, dtype: str, batch: int, lat: Latencies, *, p99_target_ms: float,
-              peak_memory_bytes: int | None, tokens_in: int | None = None,
-              tokens_out: int | None = None) -> dict[str, Any]:
+def point_row(
+    model: str,
+    dtype: str,
+    batch: int,
+    lat: Latencies,
+    *,
+    p99_target_ms: float,
+    peak_memory_bytes: int | None,
+    tokens_in: int | None = None,
+    tokens_out: int | None = None,
+) -> dict[str, Any]:
     """One matrix row. Throughput = requests served / time spent serving them (sum of samples);
     the decoder's output tokens/s is that times tokens_out (every request emits tokens_out)."""
     if batch < 1:
@@ -89,11 +102,20 @@ def point_row(model: str, dtype: str, batch: int, lat: Latencies, *, p99_target_
         raise ValueError(f"P99 target must be > 0 ms, got {p99_target_ms}")
     total = sum(lat.samples_s)
     rps = batch * len(lat.samples_s) / total if total > 0 else float("nan")
-    row: dict[str, Any] = {"model": model, "dtype": dtype, "batch": batch, "requests_per_s": rps,
-                           "output_tokens_per_s": rps * tokens_out if tokens_out else None,
-                           "tokens_in": tokens_in, "tokens_out": tokens_out,
-                           **lat.summary(), "samples": len(lat.samples_s), "warmup": lat.warmup,
-                           "truncated": lat.truncated, "peak_memory_bytes": peak_memory_bytes}
+    row: dict[str, Any] = {
+        "model": model,
+        "dtype": dtype,
+        "batch": batch,
+        "requests_per_s": rps,
+        "output_tokens_per_s": rps * tokens_out if tokens_out else None,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        **lat.summary(),
+        "samples": len(lat.samples_s),
+        "warmup": lat.warmup,
+        "truncated": lat.truncated,
+        "peak_memory_bytes": peak_memory_bytes,
+    }
     row["meets_p99"] = row["p99_ms"] <= p99_target_ms
     return row
 

@@ -49,8 +49,9 @@ class CollectError(FinopsError, RuntimeError):
     """The results object is missing, unreadable, an error report, or not a valid document."""
 
 
-def plan(settings: BenchSettings, only: list[str] | None = None, max_instances: int | None = None) -> tuple[
-        list[dict[str, Any]], list[str]]:
+def plan(
+    settings: BenchSettings, only: list[str] | None = None, max_instances: int | None = None
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Targets to run (as dicts, for mapping) and the keys dropped by the cap. Unknown keys raise."""
     targets = settings.targets
     if only:
@@ -68,8 +69,10 @@ def plan(settings: BenchSettings, only: list[str] | None = None, max_instances: 
 
 def results_uri(settings: BenchSettings, bid: str) -> str:
     if not settings.results_bucket:
-        raise ConfigError("benchmarks.results_bucket is not set: S3 results need a bucket (or give the target "
-                          "a results_base)")
+        raise ConfigError(
+            "benchmarks.results_bucket is not set: S3 results need a bucket (or give the target "
+            "a results_base)"
+        )
     return f"s3://{settings.results_bucket}/{settings.results_prefix}/{bid}.json"
 
 
@@ -108,20 +111,42 @@ class Launched:
         return self.__dict__.copy()
 
 
-def prepare(settings: BenchSettings, target: dict[str, Any], dag_run_id: str, *, dag_id: str = DAG_ID,
-            now: datetime | None = None, results_base: str | None = None) -> dict[str, Any]:
+def prepare(
+    settings: BenchSettings,
+    target: dict[str, Any],
+    dag_run_id: str,
+    *,
+    dag_id: str = DAG_ID,
+    now: datetime | None = None,
+    results_base: str | None = None,
+) -> dict[str, Any]:
     """Pure: the bench run id, expiry and results URI of one target in one DAG run."""
     now = now or datetime.now(UTC)
     bid = bench_run_id(dag_id, dag_run_id, target["key"])
     results_base = results_base or target.get("results_base")
     uri = f"{results_base.rstrip('/')}/{bid}.json" if results_base else results_uri(settings, bid)
     expires = now + timedelta(minutes=settings.ttl_minutes)
-    return {"bench_run_id": bid, "dag_id": dag_id, "dag_run_id": dag_run_id, "target": target,
-            "results_uri": uri, "expires_at": iso(expires), "prepared_at": iso(now)}
+    return {
+        "bench_run_id": bid,
+        "dag_id": dag_id,
+        "dag_run_id": dag_run_id,
+        "target": target,
+        "results_uri": uri,
+        "expires_at": iso(expires),
+        "prepared_at": iso(now),
+    }
 
 
-def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher | None, *, dry_run: bool,
-           wh: Warehouse | None, presign: Presign | None, payloads: PayloadStore | None = None) -> dict[str, Any]:
+def launch(
+    prepared: dict[str, Any],
+    settings: BenchSettings,
+    launcher: Launcher | None,
+    *,
+    dry_run: bool,
+    wh: Warehouse | None,
+    presign: Presign | None,
+    payloads: PayloadStore | None = None,
+) -> dict[str, Any]:
     """Render the bootstrap, launch (unless dry-run), audit. On failure: audited, recorded, alerted, raised
     (the launcher already terminated anything it created; teardown double-checks by tag). A bundle
     too big for the cloud's user data goes to `payloads` first (see payload.py); a failed launch
@@ -130,37 +155,88 @@ def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher
     bid = prepared["bench_run_id"]
     expires = datetime.fromisoformat(prepared["expires_at"].replace("Z", "+00:00"))
     ttl_s = settings.ttl_minutes * 60
-    context = {"bench_run_id": bid, "provider": t["provider"], "region": t["region"],
-               "instance_type": t["instance_type"], "pricing_model": t["pricing_model"]}
+    context = {
+        "bench_run_id": bid,
+        "provider": t["provider"],
+        "region": t["region"],
+        "instance_type": t["instance_type"],
+        "pricing_model": t["pricing_model"],
+    }
     staged = payload.stage(
-        provider=t["provider"], bench_run_id=bid,
-        upload=upload_snippet(prepared["results_uri"], presign, ttl_s + 600) if not dry_run
+        provider=t["provider"],
+        bench_run_id=bid,
+        upload=upload_snippet(prepared["results_uri"], presign, ttl_s + 600)
+        if not dry_run
         else "echo dry-run: no upload",
-        ttl_minutes=settings.ttl_minutes, bench_args=settings.suite_args(), context=context,
-        bucket=settings.results_bucket, prefix=settings.results_prefix, store=payloads, dry_run=dry_run,
+        ttl_minutes=settings.ttl_minutes,
+        bench_args=settings.suite_args(),
+        context=context,
+        bucket=settings.results_bucket,
+        prefix=settings.results_prefix,
+        store=payloads,
+        dry_run=dry_run,
     )
     user_data = staged.user_data
-    out = Launched(bid, t, prepared["results_uri"], prepared["expires_at"], dry_run,
-                   launched_at=iso(datetime.now(UTC)), user_data_bytes=len(user_data.encode()))
-    evidence = {"target": t["key"], "expires_at": prepared["expires_at"], "user_data_bytes": out.user_data_bytes,
-                "results_uri": prepared["results_uri"]} | staged.evidence()
+    out = Launched(
+        bid,
+        t,
+        prepared["results_uri"],
+        prepared["expires_at"],
+        dry_run,
+        launched_at=iso(datetime.now(UTC)),
+        user_data_bytes=len(user_data.encode()),
+    )
+    evidence = {
+        "target": t["key"],
+        "expires_at": prepared["expires_at"],
+        "user_data_bytes": out.user_data_bytes,
+        "results_uri": prepared["results_uri"],
+    } | staged.evidence()
     if dry_run:
-        audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"],
-                     resource_id=bid, action="launch", result="dry_run", dry_run=True,
-                     reason=f"would launch {t['instance_type']} ({t['pricing_model']})", evidence=evidence)
+        audit.record(
+            wh,
+            run_id=prepared["dag_run_id"],
+            provider=t["provider"],
+            region=t["region"],
+            resource_id=bid,
+            action="launch",
+            result="dry_run",
+            dry_run=True,
+            reason=f"would launch {t['instance_type']} ({t['pricing_model']})",
+            evidence=evidence,
+        )
         if wh is not None:
-            store.record_run(wh, bench_run_id=bid, dag_run_id=prepared["dag_run_id"], target=t, status="dry_run")
+            store.record_run(
+                wh, bench_run_id=bid, dag_run_id=prepared["dag_run_id"], target=t, status="dry_run"
+            )
         return out.as_dict()
     if launcher is None:
         raise ValueError("launch without dry-run needs a launcher")
-    spec = LaunchSpec(bid, prepared["dag_id"], prepared["dag_run_id"], t["region"], t["instance_type"],
-                      t["pricing_model"], user_data, expires, settings.ttl_minutes)
+    spec = LaunchSpec(
+        bid,
+        prepared["dag_id"],
+        prepared["dag_run_id"],
+        t["region"],
+        t["instance_type"],
+        t["pricing_model"],
+        user_data,
+        expires,
+        settings.ttl_minutes,
+    )
     adopted = _reconcile_launch(wh, prepared, launcher)
     if adopted:  # a killed try's launch created them, and its row now says so: not launched again
         out.instance_ids = adopted
         return out.as_dict()
-    aid = audit.intent(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"],
-                       resource_id=bid, action="launch", reason=f"launching {t['instance_type']}", evidence=evidence)
+    aid = audit.intent(
+        wh,
+        run_id=prepared["dag_run_id"],
+        provider=t["provider"],
+        region=t["region"],
+        resource_id=bid,
+        action="launch",
+        reason=f"launching {t['instance_type']}",
+        evidence=evidence,
+    )
     try:
         out.instance_ids = launcher.launch(spec)
     except Exception as e:
@@ -171,14 +247,36 @@ def launch(prepared: dict[str, Any], settings: BenchSettings, launcher: Launcher
         # the failed call may have created instances that the cleanup then ended: each one is a
         # launch and a termination that policy_actions must show, by instance id
         for iid in getattr(e, "terminated", []):
-            audit.record(wh, run_id=prepared["dag_run_id"], provider=t["provider"], region=t["region"],
-                         resource_id=iid, action="terminate", result="ok", dry_run=False,
-                         reason=f"cleanup after failed launch of bench run {bid}", evidence={"bench_run_id": bid})
-        report_failure(wh, prepared, "failed", f"launch: {e}", kind="launch", audit_action="launch",
-                       evidence=evidence | {"cleaned": cleaned, "instance_ids": found}, action_id=aid)
+            audit.record(
+                wh,
+                run_id=prepared["dag_run_id"],
+                provider=t["provider"],
+                region=t["region"],
+                resource_id=iid,
+                action="terminate",
+                result="ok",
+                dry_run=False,
+                reason=f"cleanup after failed launch of bench run {bid}",
+                evidence={"bench_run_id": bid},
+            )
+        report_failure(
+            wh,
+            prepared,
+            "failed",
+            f"launch: {e}",
+            kind="launch",
+            audit_action="launch",
+            evidence=evidence | {"cleaned": cleaned, "instance_ids": found},
+            action_id=aid,
+        )
         raise
-    audit.settle(wh, aid, "ok", reason=f"launched {out.instance_ids}",
-                 evidence=evidence | {"instance_ids": out.instance_ids})
+    audit.settle(
+        wh,
+        aid,
+        "ok",
+        reason=f"launched {out.instance_ids}",
+        evidence=evidence | {"instance_ids": out.instance_ids},
+    )
     return out.as_dict()
 
 
@@ -192,14 +290,26 @@ def _reconcile_launch(wh: Warehouse | None, prepared: dict[str, Any], launcher: 
     bid = prepared["bench_run_id"]
     found: list[Instance] = launcher.find(bid)
     mine = adoptable(found, bid)
-    audit.reconcile(wh, rows, lambda p: ", ".join(f"{i.instance_id} {i.state}" for i in found) or None,
-                    by_run=f"a retry of {prepared['dag_run_id']}")
+    audit.reconcile(
+        wh,
+        rows,
+        lambda p: ", ".join(f"{i.instance_id} {i.state}" for i in found) or None,
+        by_run=f"a retry of {prepared['dag_run_id']}",
+    )
     return mine
 
 
-def report_failure(wh: Warehouse | None, prepared: dict[str, Any], status: str, error: str, *, kind: str,
-                   audit_action: str | None = None, evidence: dict[str, Any] | None = None,
-                   action_id: str | None = None) -> None:
+def report_failure(
+    wh: Warehouse | None,
+    prepared: dict[str, Any],
+    status: str,
+    error: str,
+    *,
+    kind: str,
+    audit_action: str | None = None,
+    evidence: dict[str, Any] | None = None,
+    action_id: str | None = None,
+) -> None:
     """Record a failed step: gpu_benchmark_runs row, audit row (for cloud actions; the intent
     row `action_id` when the call had one) and an alert."""
     t = prepared["target"]
@@ -208,16 +318,39 @@ def report_failure(wh: Warehouse | None, prepared: dict[str, Any], status: str, 
     if audit_action and action_id:
         audit.settle(wh, action_id, "failed", reason=error, evidence=evidence)
     elif audit_action:
-        audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"], region=t["region"],
-                     resource_id=bid, action=audit_action, result="failed", dry_run=False, reason=error[:1000],
-                     evidence=evidence)
+        audit.record(
+            wh,
+            run_id=prepared.get("dag_run_id", ""),
+            provider=t["provider"],
+            region=t["region"],
+            resource_id=bid,
+            action=audit_action,
+            result="failed",
+            dry_run=False,
+            reason=error[:1000],
+            evidence=evidence,
+        )
     if wh is not None:
-        store.record_run(wh, bench_run_id=bid, dag_run_id=prepared.get("dag_run_id"), target=t, status=status,
-                         errors=[error], instance_ids=prepared.get("instance_ids"),
-                         results_uri=prepared.get("results_uri"))
-    emit(AlertEvent(kind=f"benchmark_{kind}_failed", title=f"GPU benchmark {t['key']}: {kind} {status}",
-                    severity="warning", summary=error[:2000],
-                    facts={"bench_run_id": bid, "target": t["key"]}, dedup_key=f"bench:{bid}:{kind}"))
+        store.record_run(
+            wh,
+            bench_run_id=bid,
+            dag_run_id=prepared.get("dag_run_id"),
+            target=t,
+            status=status,
+            errors=[error],
+            instance_ids=prepared.get("instance_ids"),
+            results_uri=prepared.get("results_uri"),
+        )
+    emit(
+        AlertEvent(
+            kind=f"benchmark_{kind}_failed",
+            title=f"GPU benchmark {t['key']}: {kind} {status}",
+            severity="warning",
+            summary=error[:2000],
+            facts={"bench_run_id": bid, "target": t["key"]},
+            dedup_key=f"bench:{bid}:{kind}",
+        )
+    )
 
 
 def collect(launched: dict[str, Any], read: Callable[[str], str], wh: Warehouse) -> int:
@@ -231,12 +364,21 @@ def collect(launched: dict[str, Any], read: Callable[[str], str], wh: Warehouse)
         device = doc.get("device") if isinstance(doc, dict) else None
         if isinstance(device, dict) and device.get("type") != "cuda":
             # a GPU instance's figures measured on its CPU would be priced as the GPU's ($/TFLOP-h x1000)
-            raise CollectError(f"the suite ran on {device.get('type')!r} ({device.get('name')}), not a CUDA GPU")
+            raise CollectError(
+                f"the suite ran on {device.get('type')!r} ({device.get('name')}), not a CUDA GPU"
+            )
         n = store.store_result(
-            wh, bench_run_id=launched["bench_run_id"], dag_run_id=launched.get("dag_run_id"),
-            target=launched["target"], doc=doc, instance_ids=launched.get("instance_ids"), results_uri=uri,
+            wh,
+            bench_run_id=launched["bench_run_id"],
+            dag_run_id=launched.get("dag_run_id"),
+            target=launched["target"],
+            doc=doc,
+            instance_ids=launched.get("instance_ids"),
+            results_uri=uri,
             launched_at=datetime.fromisoformat(launched["launched_at"].replace("Z", "+00:00"))
-            if launched.get("launched_at") else None)
+            if launched.get("launched_at")
+            else None,
+        )
     except Exception as e:
         report_failure(wh, launched, "failed", f"collect {uri}: {type(e).__name__}: {e}", kind="collect")
         raise CollectError(f"collect {uri}: {type(e).__name__}: {e}") from e
@@ -256,9 +398,17 @@ class TerminateReport:
         return self.__dict__.copy()
 
 
-def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh: Warehouse | None,
-              timeout_s: float = 600.0, poll_s: float = 5.0, sleep: Callable[[float], None] = time.sleep,
-              payloads: PayloadStore | None = None) -> TerminateReport:
+def terminate(
+    prepared: dict[str, Any],
+    launcher: Launcher,
+    *,
+    dry_run: bool,
+    wh: Warehouse | None,
+    timeout_s: float = 600.0,
+    poll_s: float = 5.0,
+    sleep: Callable[[float], None] = time.sleep,
+    payloads: PayloadStore | None = None,
+) -> TerminateReport:
     """Find the run's instances by tag, terminate them and poll until they are gone. A failing
     terminate call is retried (exponential backoff) until `timeout_s`; then TerminateError.
     The run's fetched bundle (if any) is deleted first; a failed delete is retried once the
@@ -289,17 +439,32 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
         if alive and dry_run:
             rep.would_terminate = [i.instance_id for i in alive]
             for i in alive:
-                audit.record(wh, run_id=prepared.get("dag_run_id", ""), provider=t["provider"], region=t["region"],
-                             resource_id=i.instance_id, action="terminate", result="dry_run", dry_run=True,
-                             reason=f"would terminate bench run {bid}")
+                audit.record(
+                    wh,
+                    run_id=prepared.get("dag_run_id", ""),
+                    provider=t["provider"],
+                    region=t["region"],
+                    resource_id=i.instance_id,
+                    action="terminate",
+                    result="dry_run",
+                    dry_run=True,
+                    reason=f"would terminate bench run {bid}",
+                )
             return rep
         todo = [i.instance_id for i in alive or [] if i.state not in ENDING]
         if todo:
             for iid in todo:  # on record before the call; one row per instance, however many tries
                 if iid not in asked and iid not in intents:
-                    intents[iid] = audit.intent(wh, run_id=run_id, provider=t["provider"], region=t["region"],
-                                                resource_id=iid, action="terminate",
-                                                reason=f"teardown of bench run {bid}", evidence={"bench_run_id": bid})
+                    intents[iid] = audit.intent(
+                        wh,
+                        run_id=run_id,
+                        provider=t["provider"],
+                        region=t["region"],
+                        resource_id=iid,
+                        action="terminate",
+                        reason=f"teardown of bench run {bid}",
+                        evidence={"bench_run_id": bid},
+                    )
             try:
                 launcher.terminate(todo)
                 for iid in todo:
@@ -319,21 +484,45 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
                 if iid in intents:
                     audit.settle(wh, intents.pop(iid), "failed", reason=msg)
                 else:
-                    audit.record(wh, run_id=run_id, provider=t["provider"], region=t["region"], resource_id=iid,
-                                 action="terminate", result="failed", dry_run=False, reason=msg[:1000],
-                                 evidence={"bench_run_id": bid})
+                    audit.record(
+                        wh,
+                        run_id=run_id,
+                        provider=t["provider"],
+                        region=t["region"],
+                        resource_id=iid,
+                        action="terminate",
+                        result="failed",
+                        dry_run=False,
+                        reason=msg[:1000],
+                        evidence={"bench_run_id": bid},
+                    )
             for aid in intents.values():  # asked, the calls failed, and it is gone: by whom unknown
-                audit.settle(wh, aid, f"outcome unknown: the terminate calls failed, then the instance was gone; "
-                             f"{msg}"[:500], status=audit.UNKNOWN)
-            emit(AlertEvent(kind="benchmark_instance_left_running", severity="critical",
-                            title=f"GPU benchmark {t['key']}: instance still running after teardown",
-                            summary=msg, facts={"bench_run_id": bid, "instances": left},
-                            dedup_key=f"bench:{bid}:terminate"))
+                audit.settle(
+                    wh,
+                    aid,
+                    f"outcome unknown: the terminate calls failed, then the instance was gone; {msg}"[:500],
+                    status=audit.UNKNOWN,
+                )
+            emit(
+                AlertEvent(
+                    kind="benchmark_instance_left_running",
+                    severity="critical",
+                    title=f"GPU benchmark {t['key']}: instance still running after teardown",
+                    summary=msg,
+                    facts={"bench_run_id": bid, "instances": left},
+                    dedup_key=f"bench:{bid}:terminate",
+                )
+            )
             raise TerminateError(msg)
         sleep(backoff)
     for aid in intents.values():  # every call for it failed, yet it is gone: ended, by whom unknown
-        audit.settle(wh, aid, f"outcome unknown: the terminate calls failed ({rep.errors[-1][:200]}), "
-                     "then the instance was gone", status=audit.UNKNOWN)
+        audit.settle(
+            wh,
+            aid,
+            f"outcome unknown: the terminate calls failed ({rep.errors[-1][:200]}), "
+            "then the instance was gone",
+            status=audit.UNKNOWN,
+        )
     if rep.errors:
         log.warning("bench run %s terminated after %d error(s): %s", bid, len(rep.errors), rep.errors)
     if payload_err and (payload_err := payload.drop(payloads, bid)):
@@ -344,17 +533,31 @@ def terminate(prepared: dict[str, Any], launcher: Launcher, *, dry_run: bool, wh
 def _reconcile_terminate(wh: Warehouse | None, prepared: dict[str, Any], launcher: Launcher) -> None:
     """A retried teardown settles the terminate rows a killed try of it left pending, by the
     instances' state now (gone / ending: unknown; untouched: not attempted, terminated now)."""
-    rows = audit.pending(wh, "terminate", run_id=prepared.get("dag_run_id", ""),
-                         bench_run_id=prepared["bench_run_id"])
+    rows = audit.pending(
+        wh, "terminate", run_id=prepared.get("dag_run_id", ""), bench_run_id=prepared["bench_run_id"]
+    )
     if rows:
         states = {i.instance_id: i.state for i in launcher.find(prepared["bench_run_id"])}
-        audit.reconcile(wh, rows, lambda p: states.get(p.resource_id),
-                        by_run=f"a retry of the teardown of {prepared['bench_run_id']}")
+        audit.reconcile(
+            wh,
+            rows,
+            lambda p: states.get(p.resource_id),
+            by_run=f"a retry of the teardown of {prepared['bench_run_id']}",
+        )
 
 
-def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_id: str,
-         now: datetime | None = None, cap: int = 50, clean_live_launches: bool = False,
-         payloads: PayloadStore | None = None, payload_max_age: timedelta = timedelta(hours=24)) -> dict[str, Any]:
+def reap(
+    launchers: list[Launcher],
+    *,
+    dry_run: bool,
+    wh: Warehouse | None,
+    run_id: str,
+    now: datetime | None = None,
+    cap: int = 50,
+    clean_live_launches: bool = False,
+    payloads: PayloadStore | None = None,
+    payload_max_age: timedelta = timedelta(hours=24),
+) -> dict[str, Any]:
     """Terminate every tagged benchmark instance past its expiry, on every cloud given.
     Instances without an expiry tag are left alone (not ours to judge) and reported.
 
@@ -367,8 +570,15 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
     Fetched bundles (`payloads`) older than `payload_max_age` (the TTL: no instance can still
     need one) are deleted whenever the reaper acts for real."""
     now = now or datetime.now(UTC)
-    report: dict[str, Any] = {"expired": [], "terminated": [], "errors": [], "kept": 0, "dry_run": dry_run,
-                              "capped": [], "ending": []}
+    report: dict[str, Any] = {
+        "expired": [],
+        "terminated": [],
+        "errors": [],
+        "kept": 0,
+        "dry_run": dry_run,
+        "capped": [],
+        "ending": [],
+    }
     live_runs = _live_launches(wh) if dry_run and clean_live_launches else set()
     listed: list[tuple[Launcher, list[Instance]]] = []
     for ln in launchers:
@@ -379,19 +589,33 @@ def reap(launchers: list[Launcher], *, dry_run: bool, wh: Warehouse | None, run_
     # one reaper at a time acts (the DAG runs one at a time; the lock also keeps a hand-run
     # reap out): a row pending when the lock is taken belongs to a try that is gone
     with _reaper_lock(wh):
-        _reap_listed(listed, report, wh=wh, run_id=run_id, dry_run=dry_run, live_runs=live_runs, now=now,
-                     cap=cap, payloads=payloads)
+        _reap_listed(
+            listed,
+            report,
+            wh=wh,
+            run_id=run_id,
+            dry_run=dry_run,
+            live_runs=live_runs,
+            now=now,
+            cap=cap,
+            payloads=payloads,
+        )
     if payloads is not None and (not dry_run or live_runs):
         try:
             report["payloads_deleted"] = payloads.sweep(now - payload_max_age)
         except Exception as e:  # noqa: BLE001 - reported like a failed termination
             report["errors"].append(f"payload sweep: {type(e).__name__}: {e}")
     if report["errors"] or report["capped"]:
-        emit(AlertEvent(kind="benchmark_reaper_incomplete", severity="critical",
-                        title="GPU benchmark reaper could not terminate every expired instance",
-                        summary="; ".join(report["errors"])[:2000],
-                        facts={"errors": len(report["errors"]), "capped": len(report["capped"])},
-                        dedup_key="bench:reaper"))
+        emit(
+            AlertEvent(
+                kind="benchmark_reaper_incomplete",
+                severity="critical",
+                title="GPU benchmark reaper could not terminate every expired instance",
+                summary="; ".join(report["errors"])[:2000],
+                facts={"errors": len(report["errors"]), "capped": len(report["capped"])},
+                dedup_key="bench:reaper",
+            )
+        )
     return report
 
 
@@ -406,9 +630,18 @@ def _reaper_lock(wh: Warehouse | None) -> Iterator[None]:
         yield
 
 
-def _reap_listed(listed: list[tuple[Launcher, list[Instance]]], report: dict[str, Any], *, wh: Warehouse | None,
-                 run_id: str, dry_run: bool, live_runs: set[str], now: datetime, cap: int,
-                 payloads: PayloadStore | None) -> None:
+def _reap_listed(
+    listed: list[tuple[Launcher, list[Instance]]],
+    report: dict[str, Any],
+    *,
+    wh: Warehouse | None,
+    run_id: str,
+    dry_run: bool,
+    live_runs: set[str],
+    now: datetime,
+    cap: int,
+    payloads: PayloadStore | None,
+) -> None:
     """Settle what killed tries left, then terminate the expired instances within the cap."""
     if not dry_run or live_runs:
         report["reconciled"] = _reconcile_reaps(wh, listed, run_id)
@@ -435,18 +668,38 @@ def _reap_listed(listed: list[tuple[Launcher, list[Instance]]], report: dict[str
             if spent + len(report["terminated"]) >= cap:
                 report["capped"].append(key)
                 continue
-            reason = f"bench run {i.bench_run_id} expired at {iso(i.expires_at)}" if i.expires_at else "expired"
+            reason = (
+                f"bench run {i.bench_run_id} expired at {iso(i.expires_at)}" if i.expires_at else "expired"
+            )
             if dry_run and i.bench_run_id in live_runs:
                 reason += "; launched live by this package, so reaped even in a dry run"
             elif dry_run:
-                audit.record(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
-                             action="reap", result="dry_run", dry_run=True, reason=reason, kind="benchmark_reaper")
+                audit.record(
+                    wh,
+                    run_id=run_id,
+                    provider=i.provider,
+                    region=i.region,
+                    resource_id=i.instance_id,
+                    action="reap",
+                    result="dry_run",
+                    dry_run=True,
+                    reason=reason,
+                    kind="benchmark_reaper",
+                )
                 continue
             # on record (pending) before the call: a try killed between the call and its outcome
             # leaves a row the next try settles, and that counts against this run's cap
-            aid = audit.intent(wh, run_id=run_id, provider=i.provider, region=i.region, resource_id=i.instance_id,
-                               action="reap", reason=reason, kind="benchmark_reaper",
-                               evidence={"bench_run_id": i.bench_run_id})
+            aid = audit.intent(
+                wh,
+                run_id=run_id,
+                provider=i.provider,
+                region=i.region,
+                resource_id=i.instance_id,
+                action="reap",
+                reason=reason,
+                kind="benchmark_reaper",
+                evidence={"bench_run_id": i.bench_run_id},
+            )
             try:
                 ln.terminate([i.instance_id])
                 report["terminated"].append(key)
@@ -463,14 +716,17 @@ def _reaped_by(wh: Warehouse | None, run_id: str) -> int:
     possibly done (a try killed between the call and its outcome)."""
     if wh is None:
         return 0
-    rows = wh.query("SELECT count(*) FROM policy_actions WHERE policy = ? AND run_id = ? AND action = 'reap' "
-                    "AND dry_run = ? AND ((status = ? AND result = 'ok') OR status IN (?, ?))",
-                    [audit.POLICY, run_id, False, audit.DONE, audit.PENDING, audit.UNKNOWN])
+    rows = wh.query(
+        "SELECT count(*) FROM policy_actions WHERE policy = ? AND run_id = ? AND action = 'reap' "
+        "AND dry_run = ? AND ((status = ? AND result = 'ok') OR status IN (?, ?))",
+        [audit.POLICY, run_id, False, audit.DONE, audit.PENDING, audit.UNKNOWN],
+    )
     return int(rows[0][0])
 
 
-def _reconcile_reaps(wh: Warehouse | None, listed: list[tuple[Launcher, list[Instance]]],
-                     run_id: str) -> list[str]:
+def _reconcile_reaps(
+    wh: Warehouse | None, listed: list[tuple[Launcher, list[Instance]]], run_id: str
+) -> list[str]:
     """Settle the `reap` rows a killed reaper try left pending (any run: the DAG runs one at a
     time), by each instance's state in this try's listing. A row of a cloud that could not be
     listed now stays pending for a later try."""
@@ -480,14 +736,20 @@ def _reconcile_reaps(wh: Warehouse | None, listed: list[tuple[Launcher, list[Ins
         clouds.add(ln.provider)
         states.update({(i.provider, i.instance_id): i.state for i in found})
     rows = [p for p in audit.pending(wh, "reap") if p.provider in clouds]
-    done = audit.reconcile(wh, rows, lambda p: states.get((p.provider, p.resource_id)),
-                           by_run=f"reaper run {run_id}")
+    done = audit.reconcile(
+        wh, rows, lambda p: states.get((p.provider, p.resource_id)), by_run=f"reaper run {run_id}"
+    )
     if any(status == audit.UNKNOWN for _, status, _ in done):
-        emit(AlertEvent(kind="benchmark_reap_outcome_unknown", severity="warning",
-                        title="GPU benchmark reaper: terminations with no recorded outcome",
-                        summary="; ".join(f"{p.resource_id}: {r}" for p, _, r in done)[:2000],
-                        facts={"instances": ", ".join(p.resource_id for p, _, _ in done)},
-                        dedup_key=f"bench:reaper:unknown:{run_id}"))
+        emit(
+            AlertEvent(
+                kind="benchmark_reap_outcome_unknown",
+                severity="warning",
+                title="GPU benchmark reaper: terminations with no recorded outcome",
+                summary="; ".join(f"{p.resource_id}: {r}" for p, _, r in done)[:2000],
+                facts={"instances": ", ".join(p.resource_id for p, _, _ in done)},
+                dedup_key=f"bench:reaper:unknown:{run_id}",
+            )
+        )
     return [f"{p.provider}:{p.resource_id}: {status}" for p, status, _ in done]
 
 
@@ -496,9 +758,22 @@ def _live_launches(wh: Warehouse | None) -> set[str]:
     failed launch may have left an instance its own cleanup could not end."""
     if wh is None:
         return set()
-    rows = wh.query("SELECT DISTINCT resource_id FROM policy_actions WHERE policy = ? AND action = 'launch' "
-                    "AND dry_run = ?", [audit.POLICY, False])
+    rows = wh.query(
+        "SELECT DISTINCT resource_id FROM policy_actions WHERE policy = ? AND action = 'launch' "
+        "AND dry_run = ?",
+        [audit.POLICY, False],
+    )
     return {r[0] for r in rows}
 
 
-__all__ = ["CollectError", "LaunchError", "Target", "collect", "launch", "plan", "prepare", "reap", "terminate"]
+__all__ = [
+    "CollectError",
+    "LaunchError",
+    "Target",
+    "collect",
+    "launch",
+    "plan",
+    "prepare",
+    "reap",
+    "terminate",
+]

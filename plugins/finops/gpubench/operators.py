@@ -21,8 +21,10 @@ def make_presign(conn_id: str) -> Callable[[str, int], str]:
     def presign(uri: str, expires_in: int) -> str:
         _, bucket, key = split_uri(uri)
         url = hook.generate_presigned_url(
-            "put_object", params={"Bucket": bucket, "Key": key, "ContentType": "application/json"},
-            expires_in=expires_in)
+            "put_object",
+            params={"Bucket": bucket, "Key": key, "ContentType": "application/json"},
+            expires_in=expires_in,
+        )
         if not url:
             raise RuntimeError(f"could not pre-sign an upload URL for {uri}")
         return url
@@ -78,8 +80,9 @@ class WaitForBenchResultsOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("launched",)
 
-    def __init__(self, *, launched: Any, timeout_minutes: float | None = None, poll_s: float = 30.0,
-                 **kwargs: Any):
+    def __init__(
+        self, *, launched: Any, timeout_minutes: float | None = None, poll_s: float = 30.0, **kwargs: Any
+    ):
         super().__init__(**kwargs)
         self.launched = launched
         self.timeout_minutes = timeout_minutes
@@ -94,8 +97,12 @@ class WaitForBenchResultsOperator(BaseOperator):
         settings = get_settings()
         minutes = self.timeout_minutes or settings.wait_timeout_minutes
         self.defer(
-            trigger=BenchResultsTrigger(info["results_uri"], results_conn(settings, info["target"]),
-                                        timeout_s=minutes * 60, poll_s=self.poll_s),
+            trigger=BenchResultsTrigger(
+                info["results_uri"],
+                results_conn(settings, info["target"]),
+                timeout_s=minutes * 60,
+                poll_s=self.poll_s,
+            ),
             method_name="execute_complete",
             timeout=timedelta(minutes=minutes + 5),
         )
@@ -108,8 +115,10 @@ class WaitForBenchResultsOperator(BaseOperator):
         from finops.gpubench.lifecycle import report_failure
         from finops.warehouse import connect
 
-        msg = (f"results never arrived at {self.launched['results_uri']} "
-               f"({event.get('status', 'no event')}, waited {event.get('waited_s', 0):.0f}s)")
+        msg = (
+            f"results never arrived at {self.launched['results_uri']} "
+            f"({event.get('status', 'no event')}, waited {event.get('waited_s', 0):.0f}s)"
+        )
         wh = connect()
         try:
             report_failure(wh, self.launched, "timeout", msg, kind="wait")

@@ -63,12 +63,20 @@ class S3PayloadStore:
         return f"s3://{self.bucket}/{self.key(bench_run_id)}"
 
     def put(self, bench_run_id: str, data: bytes, sha256: str) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=self.key(bench_run_id), Body=data,
-                               ContentType="application/gzip", Metadata={"sha256": sha256})
+        self.client.put_object(
+            Bucket=self.bucket,
+            Key=self.key(bench_run_id),
+            Body=data,
+            ContentType="application/gzip",
+            Metadata={"sha256": sha256},
+        )
 
     def presign_get(self, bench_run_id: str, expires_in_s: int) -> str:
         url: str = self.client.generate_presigned_url(
-            "get_object", Params={"Bucket": self.bucket, "Key": self.key(bench_run_id)}, ExpiresIn=expires_in_s)
+            "get_object",
+            Params={"Bucket": self.bucket, "Key": self.key(bench_run_id)},
+            ExpiresIn=expires_in_s,
+        )
         return url
 
     def delete(self, bench_run_id: str) -> None:
@@ -94,10 +102,19 @@ def may_fetch(settings: BenchSettings) -> bool:
     touches S3 for bundles (it may have no AWS credentials at all)."""
     fake = "https://example.invalid/" + "x" * URL_ALLOWANCE
     for t in settings.targets:
-        context = {"bench_run_id": "0" * 20, "provider": t.provider, "region": t.region,
-                   "instance_type": t.instance_type, "pricing_model": t.pricing_model}
-        script = bootstrap.render(upload=bootstrap.presigned_put_upload(fake), ttl_minutes=settings.ttl_minutes,
-                                  bench_args=settings.suite_args(), context=context)
+        context = {
+            "bench_run_id": "0" * 20,
+            "provider": t.provider,
+            "region": t.region,
+            "instance_type": t.instance_type,
+            "pricing_model": t.pricing_model,
+        }
+        script = bootstrap.render(
+            upload=bootstrap.presigned_put_upload(fake),
+            ttl_minutes=settings.ttl_minutes,
+            bench_args=settings.suite_args(),
+            context=context,
+        )
         if len(script.encode()) > bootstrap.limit(t.provider):
             return True
     return False
@@ -121,18 +138,31 @@ class Staged:
 
     def evidence(self) -> dict[str, Any]:
         """For the launch audit row: how the package reached the instance."""
-        ev: dict[str, Any] = {"payload": "fetched" if self.payload_uri else "inline",
-                              "user_data_limit_bytes": self.limit_bytes, "bundle_sha256": self.sha256,
-                              "bundle_bytes": self.bundle_bytes}
+        ev: dict[str, Any] = {
+            "payload": "fetched" if self.payload_uri else "inline",
+            "user_data_limit_bytes": self.limit_bytes,
+            "bundle_sha256": self.sha256,
+            "bundle_bytes": self.bundle_bytes,
+        }
         if self.payload_uri:
             ev["payload_uri"] = self.payload_uri
             ev["payload_uploaded"] = self.uploaded
         return ev
 
 
-def stage(*, provider: str, bench_run_id: str, upload: str, ttl_minutes: int, bench_args: list[str],
-          context: dict[str, str], bucket: str | None, prefix: str, store: PayloadStore | None,
-          dry_run: bool) -> Staged:
+def stage(
+    *,
+    provider: str,
+    bench_run_id: str,
+    upload: str,
+    ttl_minutes: int,
+    bench_args: list[str],
+    context: dict[str, str],
+    bucket: str | None,
+    prefix: str,
+    store: PayloadStore | None,
+    dry_run: bool,
+) -> Staged:
     """The user data for one launch. Inline when it fits the provider's limit; else the bundle is
     uploaded to `store` and fetched by a pre-signed URL (a dry run uploads nothing and renders the
     fetch step against the object's s3:// address). No bucket configured -> ConfigError naming the
@@ -141,15 +171,21 @@ def stage(*, provider: str, bench_run_id: str, upload: str, ttl_minutes: int, be
     data = bootstrap.bundle(bootstrap.wants_serving(args))
     sha = bootstrap.sha256_hex(data)
     cap = bootstrap.limit(provider)
-    inline = bootstrap.render(upload=upload, ttl_minutes=ttl_minutes, bench_args=bench_args, context=context,
-                              payload_step=bootstrap.inline_step(data))
+    inline = bootstrap.render(
+        upload=upload,
+        ttl_minutes=ttl_minutes,
+        bench_args=bench_args,
+        context=context,
+        payload_step=bootstrap.inline_step(data),
+    )
     if len(inline.encode()) <= cap:
         return Staged(inline, provider, cap, len(data), sha)
     if not bucket:
         raise ConfigError(
             f"benchmarks.results_bucket is not set: the {provider} startup script is {len(inline.encode())} bytes, "
             f"over the {cap}-byte user-data limit, so the benchmark bundle must be fetched from S3; set "
-            "benchmarks.results_bucket to a bucket that benchmarks.results_conn_id can write")
+            "benchmarks.results_bucket to a bucket that benchmarks.results_conn_id can write"
+        )
     url_ttl = min(URL_TTL_S, ttl_minutes * 60)
     uri = f"s3://{bucket}/{payload_key(prefix, bench_run_id)}"
     if dry_run:  # the fetch step is rendered, nothing is uploaded
@@ -164,13 +200,20 @@ def stage(*, provider: str, bench_run_id: str, upload: str, ttl_minutes: int, be
         except Exception:
             store.delete(bench_run_id)
             raise
-    script = bootstrap.render(upload=upload, ttl_minutes=ttl_minutes, bench_args=bench_args, context=context,
-                              payload_step=bootstrap.fetch_step(url, sha))
+    script = bootstrap.render(
+        upload=upload,
+        ttl_minutes=ttl_minutes,
+        bench_args=bench_args,
+        context=context,
+        payload_step=bootstrap.fetch_step(url, sha),
+    )
     if len(script.encode()) > cap:
         if store is not None and uploaded:
             store.delete(bench_run_id)
-        raise ValueError(f"the {provider} startup script is {len(script.encode())} bytes even with the bundle "
-                         f"fetched from {uri}, over its {cap}-byte limit")
+        raise ValueError(
+            f"the {provider} startup script is {len(script.encode())} bytes even with the bundle "
+            f"fetched from {uri}, over its {cap}-byte limit"
+        )
     return Staged(script, provider, cap, len(data), sha, uri, uploaded)
 
 

@@ -78,8 +78,15 @@ def measured_from_rows(rows: Iterable[Mapping[str, Any]]) -> list[Measured]:
     by_key: dict[tuple[str, str, str], dict[str, Any]] = {}
     for r in sorted(rows, key=lambda r: str(r.get("measured_at") or "")):
         key = (r["provider"], r["region"], r["instance_type"])
-        m = by_key.setdefault(key, {"gpu_model": r.get("gpu_model"), "gpu_count": int(r.get("gpu_count") or 1),
-                                    "tflops": {}, "step_ms": {}})
+        m = by_key.setdefault(
+            key,
+            {
+                "gpu_model": r.get("gpu_model"),
+                "gpu_count": int(r.get("gpu_count") or 1),
+                "tflops": {},
+                "step_ms": {},
+            },
+        )
         if r["metric"] == "matmul_tflops" and r.get("dtype"):
             m["tflops"][r["dtype"]] = float(r["value"])
         elif r["metric"] == "train_step_time" and r.get("dtype"):
@@ -100,18 +107,31 @@ def price_performance(measured: Iterable[Measured], prices: Iterable[Price]) -> 
             if p is None:
                 continue
             row: dict[str, Any] = {
-                "provider": m.provider, "region": m.region, "instance_type": m.instance_type,
-                "pricing_model": model, "gpu_model": m.gpu_model, "gpu_count": m.gpu_count,
-                "price_per_hour": p.price_per_hour, "currency": p.currency,
-                "usd_per_tflop_hour": {d: usd_per_tflop_hour(p.price_per_hour, t, m.gpu_count)
-                                       for d, t in sorted(m.tflops.items())},
-                "usd_per_1k_steps": {d: usd_per_1k_steps(p.price_per_hour, s, m.gpu_count)
-                                     for d, s in sorted(m.step_ms.items())},
-                "amp_saving": {d: amp_saving(m.step_ms["fp32"], s) for d, s in sorted(m.step_ms.items())
-                               if d != "fp32" and "fp32" in m.step_ms},
+                "provider": m.provider,
+                "region": m.region,
+                "instance_type": m.instance_type,
+                "pricing_model": model,
+                "gpu_model": m.gpu_model,
+                "gpu_count": m.gpu_count,
+                "price_per_hour": p.price_per_hour,
+                "currency": p.currency,
+                "usd_per_tflop_hour": {
+                    d: usd_per_tflop_hour(p.price_per_hour, t, m.gpu_count)
+                    for d, t in sorted(m.tflops.items())
+                },
+                "usd_per_1k_steps": {
+                    d: usd_per_1k_steps(p.price_per_hour, s, m.gpu_count)
+                    for d, s in sorted(m.step_ms.items())
+                },
+                "amp_saving": {
+                    d: amp_saving(m.step_ms["fp32"], s)
+                    for d, s in sorted(m.step_ms.items())
+                    if d != "fp32" and "fp32" in m.step_ms
+                },
                 # a saving is a ratio of two prices: only meaningful in one currency
                 "spot_saving": spot_saving(p.price_per_hour, od.price_per_hour)
-                if model == "spot" and od and od.currency == p.currency else None,
+                if model == "spot" and od and od.currency == p.currency
+                else None,
             }
             out.append(row)
     return out
@@ -193,12 +213,21 @@ def expected_run(job: Job, offer: Offer) -> Ranked:
     lost_per_interruption = job.checkpoint_interval_h / 2.0 + job.restart_overhead_h
     lost_fraction = rate * lost_per_interruption
     if lost_fraction >= 1.0:
-        return Ranked(offer, False, compute_hours=compute,
-                      note=f"interruptions ({rate:g}/h) lose {lost_per_interruption:g} h each: never finishes")
+        return Ranked(
+            offer,
+            False,
+            compute_hours=compute,
+            note=f"interruptions ({rate:g}/h) lose {lost_per_interruption:g} h each: never finishes",
+        )
     wall = compute / (1.0 - lost_fraction)
     return Ranked(
-        offer, True, expected_cost=wall * float(offer.price_per_hour), expected_hours=wall, compute_hours=compute,
-        expected_interruptions=rate * wall, overhead_fraction=wall / compute - 1.0 if compute else 0.0,
+        offer,
+        True,
+        expected_cost=wall * float(offer.price_per_hour),
+        expected_hours=wall,
+        compute_hours=compute,
+        expected_interruptions=rate * wall,
+        overhead_fraction=wall / compute - 1.0 if compute else 0.0,
     )
 
 
@@ -228,11 +257,16 @@ def _not_offered(offer: Offer, offered: Mapping[tuple[str, str], Collection[str]
     types = None if offered is None else offered.get((offer.provider, offer.region))
     if types is None or offer.instance_type in types:
         return None
-    return Ranked(offer, False, note=f"{offer.instance_type} is not offered in {offer.provider} {offer.region}")
+    return Ranked(
+        offer, False, note=f"{offer.instance_type} is not offered in {offer.provider} {offer.region}"
+    )
 
 
-def offers_for(measured: Iterable[Measured], prices: Iterable[Price],
-               interruption_rates: Mapping[tuple[str, str, str], float] | None = None) -> list[Offer]:
+def offers_for(
+    measured: Iterable[Measured],
+    prices: Iterable[Price],
+    interruption_rates: Mapping[tuple[str, str, str], float] | None = None,
+) -> list[Offer]:
     """Build offers from benchmark figures and prices (one per priced pricing model).
     interruption_rates: (provider, region, instance_type) -> spot interruptions per hour."""
     rates = interruption_rates or {}
@@ -243,7 +277,17 @@ def offers_for(measured: Iterable[Measured], prices: Iterable[Price],
     for m in measured:
         for p in by_key.get((m.provider, m.region, m.instance_type), []):
             rate = rates.get((m.provider, m.region, m.instance_type)) if p.pricing_model == "spot" else 0.0
-            out.append(Offer(m.provider, m.region, m.instance_type, p.pricing_model, float(p.price_per_hour),
-                             m.gpu_count, dict(m.step_ms), rate, m.gpu_model))
+            out.append(
+                Offer(
+                    m.provider,
+                    m.region,
+                    m.instance_type,
+                    p.pricing_model,
+                    float(p.price_per_hour),
+                    m.gpu_count,
+                    dict(m.step_ms),
+                    rate,
+                    m.gpu_model,
+                )
+            )
     return out
-

@@ -18,8 +18,11 @@ def latest_prices(wh: Warehouse, settings: BenchSettings | None = None) -> list[
     """Cheapest-zone latest Linux price per (provider, region, instance type, pricing model)."""
     found: dict[tuple[str, str, str, str], pricing.Price] = {}
     try:
-        rows = wh.query("SELECT provider, region, instance_type, pricing_model, price_per_hour, currency "
-                        "FROM latest_prices WHERE os = ?", ["linux"])
+        rows = wh.query(
+            "SELECT provider, region, instance_type, pricing_model, price_per_hour, currency "
+            "FROM latest_prices WHERE os = ?",
+            ["linux"],
+        )
     except Exception as e:  # noqa: BLE001 - no price tables yet: the config fallback still works
         log.info("no latest_prices view (%s): using configured fallback prices only", e)
         rows = []
@@ -40,6 +43,11 @@ def price_performance(wh: Warehouse, settings: BenchSettings | None = None) -> l
 
 def failed_runs(wh: Warehouse, dag_run_id: str) -> list[tuple[str, str, str]]:
     """(bench_run_id, status, errors) of this DAG run's benchmarks that did not succeed."""
-    return [tuple(r) for r in wh.query(
-        "SELECT bench_run_id, status, CAST(errors AS VARCHAR) FROM gpu_benchmark_runs "
-        "WHERE dag_run_id = ? AND status IN ('failed', 'timeout') ORDER BY bench_run_id", [dag_run_id])]
+    return [
+        tuple(r)
+        for r in wh.query(
+            "SELECT bench_run_id, status, CAST(errors AS VARCHAR) FROM gpu_benchmark_runs "
+            "WHERE dag_run_id = ? AND status IN ('failed', 'timeout') ORDER BY bench_run_id",
+            [dag_run_id],
+        )
+    ]

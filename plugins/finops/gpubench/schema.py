@@ -58,8 +58,19 @@ RESULT_SCHEMA: dict[str, Any] = {
     "$id": f"https://airflow-finops/schemas/gpu-benchmark/v{SCHEMA_VERSION}.json",
     "title": "finops.bench result",
     "type": "object",
-    "required": ["schema_version", "suite", "profile", "quick", "started_at", "finished_at", "duration_s",
-                 "context", "device", "results", "sections"],
+    "required": [
+        "schema_version",
+        "suite",
+        "profile",
+        "quick",
+        "started_at",
+        "finished_at",
+        "duration_s",
+        "context",
+        "device",
+        "results",
+        "sections",
+    ],
     "properties": {
         "schema_version": {"const": SCHEMA_VERSION},
         # the result format's id, older than the package name: stored documents keep it
@@ -107,8 +118,10 @@ def validate(doc: Any) -> dict[str, Any]:
     if not errors and isinstance(doc, dict) and "serving" in doc:
         from finops.gpubench.serving_schema import SERVING_SCHEMA
 
-        errors = sorted(jsonschema.Draft202012Validator(SERVING_SCHEMA).iter_errors(doc["serving"]),
-                        key=lambda e: list(e.absolute_path))
+        errors = sorted(
+            jsonschema.Draft202012Validator(SERVING_SCHEMA).iter_errors(doc["serving"]),
+            key=lambda e: list(e.absolute_path),
+        )
         for e in errors:
             e.path.appendleft("serving")
     if errors:
@@ -117,5 +130,7 @@ def validate(doc: Any) -> dict[str, Any]:
         raise SchemaError(f"{path}: {e.message} ({len(errors)} problem(s))")
     for m in doc["results"]:
         if m["unit"] != METRIC_UNITS[m["metric"]]:
-            raise SchemaError(f"results: {m['metric']} has unit {m['unit']!r}, expected {METRIC_UNITS[m['metric']]!r}")
+            raise SchemaError(
+                f"results: {m['metric']} has unit {m['unit']!r}, expected {METRIC_UNITS[m['metric']]!r}"
+            )
     return doc

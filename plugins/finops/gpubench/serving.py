@@ -42,8 +42,11 @@ class Bottleneck(nn.Module):
         self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
         self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
         self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
-        self.down = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-                     if stride != 1 or cin != cout else nn.Identity())
+        self.down = (
+            nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            if stride != 1 or cin != cout
+            else nn.Identity()
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = F.relu(self.bn1(self.conv1(x)))
@@ -54,8 +57,9 @@ class Bottleneck(nn.Module):
 class ResNet(nn.Module):
     def __init__(self, blocks: tuple[int, ...], width: int, classes: int) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(),
-                                  nn.MaxPool2d(3, 2, 1))
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 7, 2, 3, bias=False), nn.BatchNorm2d(width), nn.ReLU(), nn.MaxPool2d(3, 2, 1)
+        )
         layers: list[nn.Module] = []
         cin = width
         for i, n in enumerate(blocks):
@@ -82,12 +86,14 @@ class Attention(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: tuple[torch.Tensor, torch.Tensor], pos: int) -> torch.Tensor:
         b, t, c = x.shape
-        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in self.qkv(x).split(c, dim=2))
+        q, k, v = (
+            z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in self.qkv(x).split(c, dim=2)
+        )
         kc, vc = cache
-        kc[:b, :, pos:pos + t] = k
-        vc[:b, :, pos:pos + t] = v
+        kc[:b, :, pos : pos + t] = k
+        vc[:b, :, pos : pos + t] = v
         # prefill: causal over the prompt; decode: one query attends to every cached position
-        y = F.scaled_dot_product_attention(q, kc[:b, :, :pos + t], vc[:b, :, :pos + t], is_causal=t > 1)
+        y = F.scaled_dot_product_attention(q, kc[:b, :, : pos + t], vc[:b, :, : pos + t], is_causal=t > 1)
         return self.proj(y.transpose(1, 2).reshape(b, t, c))
 
 
@@ -112,11 +118,15 @@ class Decoder(nn.Module):
         self.ln = nn.LayerNorm(s.d_model)
         self.head = nn.Linear(s.d_model, s.vocab, bias=False)
 
-    def new_cache(self, batch: int, dtype: torch.dtype, device: torch.device) -> list[tuple[torch.Tensor, ...]]:
+    def new_cache(
+        self, batch: int, dtype: torch.dtype, device: torch.device
+    ) -> list[tuple[torch.Tensor, ...]]:
         s = self.size
         shape = (batch, s.n_heads, s.tokens_in + s.tokens_out, s.d_model // s.n_heads)
-        return [(torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device))
-                for _ in self.blocks]
+        return [
+            (torch.empty(shape, dtype=dtype, device=device), torch.empty(shape, dtype=dtype, device=device))
+            for _ in self.blocks
+        ]
 
     def step(self, idx: torch.Tensor, cache: list[Any], pos: int) -> torch.Tensor:
         """Logits of the last position after feeding `idx` (b, t) at positions pos..pos+t-1."""
@@ -139,7 +149,13 @@ class Decoder(nn.Module):
 
 def decoder_params(s: ServingSize) -> int:
     d = s.d_model
-    return s.vocab * d + (s.tokens_in + s.tokens_out) * d + s.n_layers * (12 * d * d + 13 * d) + 2 * d + d * s.vocab
+    return (
+        s.vocab * d
+        + (s.tokens_in + s.tokens_out) * d
+        + s.n_layers * (12 * d * d + 13 * d)
+        + 2 * d
+        + d * s.vocab
+    )
 
 
 # -- W8A8 linear layers -----------------------------------------------------------------------
@@ -191,8 +207,14 @@ class QuantLinear(nn.Module):
             aq = (a / sx).to(torch.float8_e4m3fn)
             if pad:
                 aq = F.pad(aq.view(torch.uint8), (0, 0, 0, pad)).view(torch.float8_e4m3fn)
-            out = torch._scaled_mm(aq, self.wq.t(), scale_a=sx, scale_b=self.w_scale, out_dtype=self.out_dtype,
-                                   use_fast_accum=True)
+            out = torch._scaled_mm(
+                aq,
+                self.wq.t(),
+                scale_a=sx,
+                scale_b=self.w_scale,
+                out_dtype=self.out_dtype,
+                use_fast_accum=True,
+            )
             y = (out[0] if isinstance(out, tuple) else out)[:m]  # torch < 2.4 also returned amax
         if self.bias is not None:
             y = y + self.bias
@@ -243,14 +265,26 @@ def _build(model: str, dtype: str, s: ServingSize, device: torch.device) -> tupl
     if model == "resnet50":
         net: nn.Module = ResNet(s.cnn_blocks, s.cnn_width, s.classes).eval()
         net = net.to(device=device, dtype=compute).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
-        info = {"blocks": list(s.cnn_blocks), "width": s.cnn_width, "image_size": s.image_size,
-                "classes": s.classes, "params": sum(p.numel() for p in net.parameters())}
+        info = {
+            "blocks": list(s.cnn_blocks),
+            "width": s.cnn_width,
+            "image_size": s.image_size,
+            "classes": s.classes,
+            "params": sum(p.numel() for p in net.parameters()),
+        }
         return net, info
     if model != "decoder":
         raise ValueError(f"unknown serving model {model!r}")
     dec = Decoder(s).eval().to(device=device, dtype=compute)
-    info = {"d_model": s.d_model, "n_heads": s.n_heads, "n_layers": s.n_layers, "vocab": s.vocab,
-            "tokens_in": s.tokens_in, "tokens_out": s.tokens_out, "params": decoder_params(s)}
+    info = {
+        "d_model": s.d_model,
+        "n_heads": s.n_heads,
+        "n_layers": s.n_layers,
+        "vocab": s.vocab,
+        "tokens_in": s.tokens_in,
+        "tokens_out": s.tokens_out,
+        "params": decoder_params(s),
+    }
     if dtype in QUANT:
         g = torch.Generator(device="cpu").manual_seed(SEED)
         probe = torch.randint(0, s.vocab, (2, min(s.tokens_in, 16)), generator=g).to(device)
@@ -260,19 +294,24 @@ def _build(model: str, dtype: str, s: ServingSize, device: torch.device) -> tupl
             got = dec.step(probe, dec.new_cache(2, compute, device), 0).float()
         # the quantised model must still compute the same function, roughly: logits vs its float self
         info["logits_rel_err_vs_float"] = float((got - ref).norm() / ref.norm().clamp(min=1e-12))
-        info["scheme"] = ("W8A8 int8, per-channel weight / per-token activation scales" if dtype == "int8"
-                          else "W8A8 fp8 e4m3, per-tensor scales")
+        info["scheme"] = (
+            "W8A8 int8, per-channel weight / per-token activation scales"
+            if dtype == "int8"
+            else "W8A8 fp8 e4m3, per-tensor scales"
+        )
     return dec, info
 
 
-def _request(model: str, net: nn.Module, dtype: str, batch: int, s: ServingSize,
-             device: torch.device) -> Callable[[], object]:
+def _request(
+    model: str, net: nn.Module, dtype: str, batch: int, s: ServingSize, device: torch.device
+) -> Callable[[], object]:
     """One request batch: a closure over inputs made once (synthetic, seeded)."""
     g = torch.Generator(device="cpu").manual_seed(SEED + batch)
     if model == "resnet50":
         img = torch.randn(batch, 3, s.image_size, s.image_size, generator=g)
         x = img.to(device=device, dtype=compute_dtype(dtype, device)).contiguous(
-            memory_format=torch.channels_last)
+            memory_format=torch.channels_last
+        )
         return lambda: net(x)
     assert isinstance(net, Decoder)
     prompt = torch.randint(0, s.vocab, (batch, s.tokens_in), generator=g).to(device)
@@ -280,18 +319,39 @@ def _request(model: str, net: nn.Module, dtype: str, batch: int, s: ServingSize,
     return lambda: net.generate(prompt, cache)
 
 
-def _point(model: str, dtype: str, batch: int, s: ServingSize, net: nn.Module, device: torch.device,
-           deadline: Deadline) -> dict[str, Any]:
+def _point(
+    model: str,
+    dtype: str,
+    batch: int,
+    s: ServingSize,
+    net: nn.Module,
+    device: torch.device,
+    deadline: Deadline,
+) -> dict[str, Any]:
     run = _request(model, net, dtype, batch, s, device)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
         torch.cuda.reset_peak_memory_stats(device)
-    lat = measure_latencies(run, sync=lambda: sync(device), warmup=s.warmup, iters=s.iters,
-                            min_iters=s.min_iters, time_left=deadline.left)
+    lat = measure_latencies(
+        run,
+        sync=lambda: sync(device),
+        warmup=s.warmup,
+        iters=s.iters,
+        min_iters=s.min_iters,
+        time_left=deadline.left,
+    )
     peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
     dec = model == "decoder"
-    return point_row(model, dtype, batch, lat, p99_target_ms=s.target_ms(model), peak_memory_bytes=peak,
-                     tokens_in=s.tokens_in if dec else None, tokens_out=s.tokens_out if dec else None)
+    return point_row(
+        model,
+        dtype,
+        batch,
+        lat,
+        p99_target_ms=s.target_ms(model),
+        peak_memory_bytes=peak,
+        tokens_in=s.tokens_in if dec else None,
+        tokens_out=s.tokens_out if dec else None,
+    )
 
 
 def run_serving(device: torch.device, s: ServingSize, deadline: Deadline) -> dict[str, Any]:
@@ -315,7 +375,9 @@ def run_serving(device: torch.device, s: ServingSize, deadline: Deadline) -> dic
         try:
             net, info = _build(model, dtype, s, device)
         except Exception as e:  # noqa: BLE001 - a precision this torch cannot build: skipped, with why
-            skipped.append({"model": model, "dtype": dtype, "batch": None, "reason": f"{type(e).__name__}: {e}"})
+            skipped.append(
+                {"model": model, "dtype": dtype, "batch": None, "reason": f"{type(e).__name__}: {e}"}
+            )
             continue
         quant = ("quantised_linears", "scheme", "logits_rel_err_vs_float")
         models.setdefault(model, {k: v for k, v in info.items() if k not in quant})
@@ -324,7 +386,9 @@ def run_serving(device: torch.device, s: ServingSize, deadline: Deadline) -> dic
         with torch.inference_mode():
             for j, batch in enumerate(sorted(batches)):
                 if share.passed():
-                    skipped.append({"model": model, "dtype": dtype, "batch": batch, "reason": "time budget spent"})
+                    skipped.append(
+                        {"model": model, "dtype": dtype, "batch": batch, "reason": "time budget spent"}
+                    )
                     continue
                 point_deadline = Deadline.after(max(share.left() / (len(batches) - j), 0.0))
                 try:
@@ -332,10 +396,18 @@ def run_serving(device: torch.device, s: ServingSize, deadline: Deadline) -> dic
                     # one line per point in the instance's log: figures survive a run killed later on
                     print("finops.gpubench serving point " + json.dumps(rows[-1]), flush=True)
                 except torch.OutOfMemoryError:
-                    skipped.append({"model": model, "dtype": dtype, "batch": batch, "reason": "out of memory"})
+                    skipped.append(
+                        {"model": model, "dtype": dtype, "batch": batch, "reason": "out of memory"}
+                    )
                 except Exception as e:  # noqa: BLE001 - a kernel refused a shape: say which, keep the rest
-                    skipped.append({"model": model, "dtype": dtype, "batch": batch,
-                                    "reason": f"{type(e).__name__}: {str(e)[:300]}"})
+                    skipped.append(
+                        {
+                            "model": model,
+                            "dtype": dtype,
+                            "batch": batch,
+                            "reason": f"{type(e).__name__}: {str(e)[:300]}",
+                        }
+                    )
                 finally:
                     if device.type == "cuda":
                         torch.cuda.empty_cache()
@@ -344,15 +416,26 @@ def run_serving(device: torch.device, s: ServingSize, deadline: Deadline) -> dic
     for model, dtype in runnable:
         target = s.target_ms(model)
         pick = best_under_target([r for r in rows if (r["model"], r["dtype"]) == (model, dtype)], target)
-        best.append({"model": model, "dtype": dtype, "p99_target_ms": target,
-                     "batch": pick["batch"] if pick else None,
-                     "requests_per_s": pick["requests_per_s"] if pick else None,
-                     "output_tokens_per_s": pick["output_tokens_per_s"] if pick else None,
-                     "p99_ms": pick["p99_ms"] if pick else None})
+        best.append(
+            {
+                "model": model,
+                "dtype": dtype,
+                "p99_target_ms": target,
+                "batch": pick["batch"] if pick else None,
+                "requests_per_s": pick["requests_per_s"] if pick else None,
+                "output_tokens_per_s": pick["output_tokens_per_s"] if pick else None,
+                "p99_ms": pick["p99_ms"] if pick else None,
+            }
+        )
     return {
-        "method": {"timer": "host perf_counter between device synchronisations", "warmup_discarded": s.warmup,
-                   "percentiles": PERCENTILE_METHOD, "max_samples": s.iters, "min_samples": s.min_iters,
-                   "engine": "eager PyTorch, inference_mode, no CUDA graphs"},
+        "method": {
+            "timer": "host perf_counter between device synchronisations",
+            "warmup_discarded": s.warmup,
+            "percentiles": PERCENTILE_METHOD,
+            "max_samples": s.iters,
+            "min_samples": s.min_iters,
+            "engine": "eager PyTorch, inference_mode, no CUDA graphs",
+        },
         "p99_target_ms": dict(s.p99_target_ms),
         "models": models,
         "rows": rows,
@@ -361,8 +444,9 @@ def run_serving(device: torch.device, s: ServingSize, deadline: Deadline) -> dic
     }
 
 
-def serving(device: torch.device, profile: Profile, deadline: Deadline,
-            overrides: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
+def serving(
+    device: torch.device, profile: Profile, deadline: Deadline, overrides: dict[str, Any] | None = None
+) -> tuple[list[dict], dict]:
     """Suite section: no flat metrics; the matrix goes to the document's `serving` key (suite.py)."""
     return [], {"serving": run_serving(device, size_for(profile.name, overrides), deadline)}
 
@@ -371,7 +455,10 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
     """Per (model, dtype): the best batch under the P99 target, for the instance's log."""
     lines = []
     for b in (doc.get("serving") or {}).get("best", []):
-        got = (f"batch {b['batch']}: {b['requests_per_s']:.4g} req/s, P99 {b['p99_ms']:.4g} ms"
-               if b["batch"] is not None else "no batch size meets it")
+        got = (
+            f"batch {b['batch']}: {b['requests_per_s']:.4g} req/s, P99 {b['p99_ms']:.4g} ms"
+            if b["batch"] is not None
+            else "no batch size meets it"
+        )
         lines.append(f"  serving {b['model']:<9} {b['dtype']:<5} P99 <= {b['p99_target_ms']:g} ms: {got}")
     return lines

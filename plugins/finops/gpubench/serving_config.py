@@ -49,12 +49,38 @@ class ServingSize:
 
 SIZES = {
     "cuda-full": ServingSize(warmup=3, min_iters=15),
-    "cuda-quick": ServingSize(cnn_batches=(1, 16), decoder_batches=(1, 16), d_model=512, n_heads=8, n_layers=4,
-                              vocab=8192, tokens_in=128, tokens_out=32, warmup=3, min_iters=10, iters=50),
+    "cuda-quick": ServingSize(
+        cnn_batches=(1, 16),
+        decoder_batches=(1, 16),
+        d_model=512,
+        n_heads=8,
+        n_layers=4,
+        vocab=8192,
+        tokens_in=128,
+        tokens_out=32,
+        warmup=3,
+        min_iters=10,
+        iters=50,
+    ),
     # fp32 only on CPU: fp16/bf16 and the int8/fp8 tensor-core paths are GPU serving precisions
-    "cpu": ServingSize(dtypes=("fp32",), cnn_batches=(1, 4), decoder_batches=(1, 4), cnn_blocks=(1, 1, 1, 1),
-                       cnn_width=8, image_size=32, classes=10, d_model=64, n_heads=4, n_layers=2, vocab=128,
-                       tokens_in=8, tokens_out=4, warmup=2, min_iters=5, iters=30),
+    "cpu": ServingSize(
+        dtypes=("fp32",),
+        cnn_batches=(1, 4),
+        decoder_batches=(1, 4),
+        cnn_blocks=(1, 1, 1, 1),
+        cnn_width=8,
+        image_size=32,
+        classes=10,
+        d_model=64,
+        n_heads=4,
+        n_layers=2,
+        vocab=128,
+        tokens_in=8,
+        tokens_out=4,
+        warmup=2,
+        min_iters=5,
+        iters=30,
+    ),
 }
 
 
@@ -81,7 +107,9 @@ def validate_size(s: ServingSize) -> ServingSize:
     if unknown:
         raise ValueError(f"unknown serving dtypes {unknown}; choose from {list(DTYPES)}")
     if s.warmup < 0 or s.min_iters < 1 or s.iters < s.min_iters:
-        raise ValueError(f"need warmup >= 0 and 1 <= min_iters <= iters, got {s.warmup}, {s.min_iters}, {s.iters}")
+        raise ValueError(
+            f"need warmup >= 0 and 1 <= min_iters <= iters, got {s.warmup}, {s.min_iters}, {s.iters}"
+        )
     return s
 
 
@@ -106,7 +134,7 @@ def parse_targets(pairs: list[str]) -> tuple[tuple[str, float], ...]:
             value = float(ms)
         except ValueError:
             raise argparse.ArgumentTypeError(f"--p99-ms wants MS or MODEL=MS, got {p!r}") from None
-        for m in ([model] if sep else list(out)):
+        for m in [model] if sep else list(out):
             out[m] = value
     return tuple(out.items())
 

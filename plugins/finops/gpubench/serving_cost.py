@@ -63,8 +63,9 @@ class UnitCosts:
     per_1m_output_tokens: Decimal | None  # None: the model emits no tokens (the CNN)
 
 
-def unit_costs(price_per_hour: Any, requests_per_s: Any, output_tokens_per_s: Any = None,
-               gpu_count: int = 1) -> UnitCosts:
+def unit_costs(
+    price_per_hour: Any, requests_per_s: Any, output_tokens_per_s: Any = None, gpu_count: int = 1
+) -> UnitCosts:
     """$ per 1,000 requests and per 1M output tokens at `price_per_hour` for an instance whose
     `gpu_count` GPUs each serve `requests_per_s` (and `output_tokens_per_s`)."""
     price = to_decimal(price_per_hour, "price per hour")
@@ -120,10 +121,23 @@ def figures_from_doc(doc: Mapping[str, Any], provider: str, instance_type: str) 
     """ServingFigures of one result document (its `serving.best` rows)."""
     sv = doc.get("serving") or {}
     dev = doc.get("device") or {}
-    return [ServingFigure(provider, instance_type, dev.get("name"), int(dev.get("count") or 1), b["model"],
-                          b["dtype"], float(b["p99_target_ms"]), b.get("batch"), b.get("requests_per_s"),
-                          b.get("output_tokens_per_s"), b.get("p99_ms"), doc.get("finished_at"))
-            for b in sv.get("best", [])]
+    return [
+        ServingFigure(
+            provider,
+            instance_type,
+            dev.get("name"),
+            int(dev.get("count") or 1),
+            b["model"],
+            b["dtype"],
+            float(b["p99_target_ms"]),
+            b.get("batch"),
+            b.get("requests_per_s"),
+            b.get("output_tokens_per_s"),
+            b.get("p99_ms"),
+            doc.get("finished_at"),
+        )
+        for b in sv.get("best", [])
+    ]
 
 
 def cost_matrix(figures: Iterable[ServingFigure], prices: Iterable[PriceOffer]) -> dict[str, Any]:
@@ -143,32 +157,63 @@ def cost_matrix(figures: Iterable[ServingFigure], prices: Iterable[PriceOffer]) 
     for o in offers:
         key = (o.provider, o.instance_type)
         if key not in by_type:
-            unmeasured.append({"provider": o.provider, "region": o.region, "instance_type": o.instance_type,
-                               "pricing_model": o.pricing_model})
+            unmeasured.append(
+                {
+                    "provider": o.provider,
+                    "region": o.region,
+                    "instance_type": o.instance_type,
+                    "pricing_model": o.pricing_model,
+                }
+            )
             continue
         priced.add(key)
         price = to_decimal(o.price_per_hour, f"price of {o.provider} {o.region} {o.instance_type}")
         for f in by_type[key]:
             row: dict[str, Any] = {
-                "provider": o.provider, "region": o.region, "instance_type": o.instance_type,
-                "pricing_model": o.pricing_model, "gpu_model": f.gpu_model, "gpu_count": f.gpu_count,
-                "model": f.model, "dtype": f.dtype, "p99_target_ms": f.p99_target_ms, "batch": f.batch,
-                "p99_ms": f.p99_ms, "price_per_hour": price, "currency": o.currency,
-                "requests_per_s": None, "output_tokens_per_s": None,
-                "usd_per_1k_requests": None, "usd_per_1m_output_tokens": None, "note": "",
+                "provider": o.provider,
+                "region": o.region,
+                "instance_type": o.instance_type,
+                "pricing_model": o.pricing_model,
+                "gpu_model": f.gpu_model,
+                "gpu_count": f.gpu_count,
+                "model": f.model,
+                "dtype": f.dtype,
+                "p99_target_ms": f.p99_target_ms,
+                "batch": f.batch,
+                "p99_ms": f.p99_ms,
+                "price_per_hour": price,
+                "currency": o.currency,
+                "requests_per_s": None,
+                "output_tokens_per_s": None,
+                "usd_per_1k_requests": None,
+                "usd_per_1m_output_tokens": None,
+                "note": "",
             }
             if f.batch is None or not f.requests_per_s:
                 row["note"] = f"no batch size meets P99 <= {f.p99_target_ms:g} ms"
             else:
                 c = unit_costs(price, f.requests_per_s, f.output_tokens_per_s, f.gpu_count)
-                row.update(requests_per_s=f.requests_per_s * f.gpu_count,
-                           output_tokens_per_s=(f.output_tokens_per_s * f.gpu_count
-                                                if f.output_tokens_per_s is not None else None),
-                           usd_per_1k_requests=c.per_1k_requests, usd_per_1m_output_tokens=c.per_1m_output_tokens)
+                row.update(
+                    requests_per_s=f.requests_per_s * f.gpu_count,
+                    output_tokens_per_s=(
+                        f.output_tokens_per_s * f.gpu_count if f.output_tokens_per_s is not None else None
+                    ),
+                    usd_per_1k_requests=c.per_1k_requests,
+                    usd_per_1m_output_tokens=c.per_1m_output_tokens,
+                )
             rows.append(row)
-    rows.sort(key=lambda r: (r["model"], r["usd_per_1k_requests"] is None,
-                             r["usd_per_1k_requests"] or Decimal(0), r["provider"], r["region"],
-                             r["instance_type"], r["pricing_model"], r["dtype"]))
+    rows.sort(
+        key=lambda r: (
+            r["model"],
+            r["usd_per_1k_requests"] is None,
+            r["usd_per_1k_requests"] or Decimal(0),
+            r["provider"],
+            r["region"],
+            r["instance_type"],
+            r["pricing_model"],
+            r["dtype"],
+        )
+    )
     unpriced = sorted(k for k in by_type if k not in priced)
     return {"rows": rows, "unmeasured": unmeasured, "unpriced": [list(k) for k in unpriced]}
 
@@ -176,5 +221,7 @@ def cost_matrix(figures: Iterable[ServingFigure], prices: Iterable[PriceOffer]) 
 def offers_from_rows(rows: Sequence[Sequence[Any]]) -> list[PriceOffer]:
     """PriceOffers from (provider, region, instance_type, pricing_model, price_per_hour, currency)
     tuples (the latest_prices view's columns), prices kept exact."""
-    return [PriceOffer(p, r, it, m, to_decimal(price, f"price of {p} {r} {it}"), cur or "USD")
-            for p, r, it, m, price, cur in rows]
+    return [
+        PriceOffer(p, r, it, m, to_decimal(price, f"price of {p} {r} {it}"), cur or "USD")
+        for p, r, it, m, price, cur in rows
+    ]

@@ -47,10 +47,14 @@ class Target(_M):
     region: str
     instance_type: str
     pricing_model: Literal["ondemand", "spot"] = "ondemand"
-    conn_id: str | None = None  # default per provider: aws_default, google_cloud_default, azure_default, lambda_cloud_default
+    conn_id: str | None = (
+        None  # default per provider: aws_default, google_cloud_default, azure_default, lambda_cloud_default
+    )
     gpu_model: str | None = None  # for reports before the first result arrives
     gpu_count: int = Field(default=1, ge=1, le=64)
-    price_per_hour: float | None = Field(default=None, ge=0, description="fallback when the price tables are empty")
+    price_per_hour: float | None = Field(
+        default=None, ge=0, description="fallback when the price tables are empty"
+    )
     # aws (subnet_id is also the Azure subnet resource id)
     image_id: str | None = None
     subnet_id: str | None = None
@@ -102,10 +106,15 @@ class Target(_M):
 
     @property
     def connection(self) -> str:
-        return self.conn_id or {
-            "aws": "aws_default", "gcp": "google_cloud_default", "azure": "azure_default",
-            "lambda": "lambda_cloud_default",
-        }[self.provider]
+        return (
+            self.conn_id
+            or {
+                "aws": "aws_default",
+                "gcp": "google_cloud_default",
+                "azure": "azure_default",
+                "lambda": "lambda_cloud_default",
+            }[self.provider]
+        )
 
 
 class BenchSettings(_M):
@@ -143,8 +152,12 @@ class BenchSettings(_M):
         from finops.gpubench.bootstrap import wants_serving
 
         wants = wants_serving(self.bench_args)
-        return ["--device=cuda", *(["--quick"] if self.quick else []),
-                *(["--serving"] if self.serving and not wants else []), *self.bench_args]
+        return [
+            "--device=cuda",
+            *(["--quick"] if self.quick else []),
+            *(["--serving"] if self.serving and not wants else []),
+            *self.bench_args,
+        ]
 
     def target(self, key: str) -> Target:
         for t in self.targets:

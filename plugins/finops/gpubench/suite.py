@@ -23,8 +23,12 @@ from finops.gpubench.timing import Deadline
 Section = Callable[[torch.device, profiles.Profile, Deadline], tuple[list[dict], dict]]
 
 
-def _serving(device: torch.device, profile: profiles.Profile, deadline: Deadline,
-             overrides: dict[str, Any] | None = None) -> tuple[list[dict], dict]:
+def _serving(
+    device: torch.device,
+    profile: profiles.Profile,
+    deadline: Deadline,
+    overrides: dict[str, Any] | None = None,
+) -> tuple[list[dict], dict]:
     """Imported on use: the serving modules travel in the bootstrap payload only to runs that ask
     for serving (EC2 user data holds 16 KiB; see bootstrap.py)."""
     from finops.gpubench import serving
@@ -116,7 +120,9 @@ def run_suite(
             if not produced:
                 info["status"] = "skipped"
         except Exception as e:  # noqa: BLE001 - one broken section must not sink the others
-            info.update(status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc(limit=5))
+            info.update(
+                status="error", error=f"{type(e).__name__}: {e}", traceback=traceback.format_exc(limit=5)
+            )
         finally:
             if dev.type == "cuda":
                 torch.cuda.empty_cache()

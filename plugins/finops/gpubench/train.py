@@ -86,7 +86,9 @@ def amp_modes(device: torch.device) -> list[str]:
     return ["amp_bf16", "amp_fp16"]
 
 
-def _run_mode(mode: str, s: ModelSize, device: torch.device, profile: Profile, deadline: Deadline) -> dict[str, Any]:
+def _run_mode(
+    mode: str, s: ModelSize, device: torch.device, profile: Profile, deadline: Deadline
+) -> dict[str, Any]:
     torch.manual_seed(SEED)
     model = GPT(s).to(device)
     fused = device.type == "cuda"
@@ -125,12 +127,19 @@ def _run_mode(mode: str, s: ModelSize, device: torch.device, profile: Profile, d
     step_s = statistics.median(times)
     peak = int(torch.cuda.max_memory_allocated(device)) if device.type == "cuda" else None
     del model, opt
-    return {"mode": mode, "losses": losses, "step_s": step_s, "timed_steps": len(times),
-            "peak_memory_bytes": peak, "truncated": truncated}
+    return {
+        "mode": mode,
+        "losses": losses,
+        "step_s": step_s,
+        "timed_steps": len(times),
+        "peak_memory_bytes": peak,
+        "truncated": truncated,
+    }
 
 
-def _run_with_smaller_batch_on_oom(mode: str, s: ModelSize, device: torch.device, profile: Profile,
-                                   deadline: Deadline) -> dict[str, Any] | None:
+def _run_with_smaller_batch_on_oom(
+    mode: str, s: ModelSize, device: torch.device, profile: Profile, deadline: Deadline
+) -> dict[str, Any] | None:
     """Smaller GPUs: halve the batch (up to 3 times) instead of failing the section."""
     for _ in range(4):
         try:
@@ -172,9 +181,16 @@ def training(device: torch.device, profile: Profile, deadline: Deadline) -> tupl
         if r["step_s"] != r["step_s"]:  # nan: no timed step
             continue
         sps = s.batch / r["step_s"]
-        common = {"batch": s.batch, "seq_len": s.seq_len, "params": param_count(s), "timed_steps": r["timed_steps"],
-                  "truncated": r["truncated"]}
-        out.append(metric("train_samples_per_s", mode, sps, "samples/s", tokens_per_s=tokens / r["step_s"], **common))
+        common = {
+            "batch": s.batch,
+            "seq_len": s.seq_len,
+            "params": param_count(s),
+            "timed_steps": r["timed_steps"],
+            "truncated": r["truncated"],
+        }
+        out.append(
+            metric("train_samples_per_s", mode, sps, "samples/s", tokens_per_s=tokens / r["step_s"], **common)
+        )
         out.append(metric("train_step_time", mode, r["step_s"] * 1000.0, "ms", **common))
         if r["peak_memory_bytes"] is not None:
             out.append(metric("train_peak_memory", mode, r["peak_memory_bytes"], "bytes"))
@@ -189,7 +205,14 @@ def training(device: torch.device, profile: Profile, deadline: Deadline) -> tupl
         out.append(metric("train_loss_rel_gap", mode, gap, "ratio", tolerance=LOSS_REL_TOLERANCE, ok=ok))
         if ref["step_s"] == ref["step_s"] and r["step_s"] == r["step_s"]:
             out.append(metric("train_amp_speedup", mode, ref["step_s"] / r["step_s"], "x", vs="fp32"))
-    model = {"d_model": s.d_model, "n_heads": s.n_heads, "n_layers": s.n_layers, "seq_len": s.seq_len,
-             "batch": s.batch, "vocab": s.vocab, "params": param_count(s)}
+    model = {
+        "d_model": s.d_model,
+        "n_heads": s.n_heads,
+        "n_layers": s.n_layers,
+        "seq_len": s.seq_len,
+        "batch": s.batch,
+        "vocab": s.vocab,
+        "params": param_count(s),
+    }
     losses = {m: r["losses"] for m, r in runs.items()}
     return out, {"model": model, "losses": losses, "loss_checks": checks, "seed": SEED}

@@ -70,8 +70,9 @@ async def _exists_s3_async(uri: str, conn_id: str) -> bool:
 class BenchResultsTrigger(BaseTrigger):
     """Poll `uri` every `poll_s` until it exists or `timeout_s` has passed since `started_at`."""
 
-    def __init__(self, uri: str, conn_id: str, timeout_s: float, poll_s: float = 30.0,
-                 started_at: float | None = None):
+    def __init__(
+        self, uri: str, conn_id: str, timeout_s: float, poll_s: float = 30.0, started_at: float | None = None
+    ):
         super().__init__()
         self.uri = uri
         self.conn_id = conn_id
@@ -82,10 +83,16 @@ class BenchResultsTrigger(BaseTrigger):
         self._sync_hook: Any = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
-        return ("finops.gpubench.triggers.BenchResultsTrigger", {
-            "uri": self.uri, "conn_id": self.conn_id, "timeout_s": self.timeout_s, "poll_s": self.poll_s,
-            "started_at": self.started_at,
-        })
+        return (
+            "finops.gpubench.triggers.BenchResultsTrigger",
+            {
+                "uri": self.uri,
+                "conn_id": self.conn_id,
+                "timeout_s": self.timeout_s,
+                "poll_s": self.poll_s,
+                "started_at": self.started_at,
+            },
+        )
 
     async def exists(self) -> bool:
         if self.uri.startswith("s3://") and _HAVE_AIOBOTOCORE:
@@ -109,7 +116,14 @@ class BenchResultsTrigger(BaseTrigger):
                 return
             waited = time.time() - self.started_at
             if waited >= self.timeout_s:
-                yield TriggerEvent({"status": "timeout", "uri": self.uri, "polls": polls, "waited_s": waited,
-                                    "last_error": error})
+                yield TriggerEvent(
+                    {
+                        "status": "timeout",
+                        "uri": self.uri,
+                        "polls": polls,
+                        "waited_s": waited,
+                        "last_error": error,
+                    }
+                )
                 return
             await asyncio.sleep(min(self.poll_s, max(self.timeout_s - waited, 0.0)))

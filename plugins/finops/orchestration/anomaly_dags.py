@@ -35,12 +35,22 @@ ASSET_OF: dict[Source, Asset] = {"focus_costs": FOCUS_COSTS, "showback": SHOWBAC
 
 def anomaly_params() -> dict[str, Param]:
     return {
-        "send_alerts": Param(True, type="boolean", title="Send alerts",
-                             description="Deliver new anomalies to the configured Slack / e-mail routes. "
-                                         "Off: detect and store only (dry run)."),
-        "lookback_days": Param(0, type="integer", minimum=0, maximum=730, title="Lookback days",
-                               description="History used for the baseline; 0 = anomaly.lookback_days from "
-                                           "finops.yaml (default 120)."),
+        "send_alerts": Param(
+            True,
+            type="boolean",
+            title="Send alerts",
+            description="Deliver new anomalies to the configured Slack / e-mail routes. "
+            "Off: detect and store only (dry run).",
+        ),
+        "lookback_days": Param(
+            0,
+            type="integer",
+            minimum=0,
+            maximum=730,
+            title="Lookback days",
+            description="History used for the baseline; 0 = anomaly.lookback_days from "
+            "finops.yaml (default 120).",
+        ),
     }
 
 
@@ -66,10 +76,13 @@ def build_anomaly_dag(dag_id: str, source: Source, description: str, doc_md: str
             from finops.allocation.tasks import run_anomalies_task
 
             p = get_current_context()["params"]
-            res = run_anomalies_task(bool(p.get("send_alerts", True)), int(p.get("lookback_days") or 0) or None,
-                                     source=source)
-            print(f"anomalies ({source}): {len(res['new'])} new, {len(res['updated'])} updated, "
-                  f"{len(res['alerted'])} alerted")
+            res = run_anomalies_task(
+                bool(p.get("send_alerts", True)), int(p.get("lookback_days") or 0) or None, source=source
+            )
+            print(
+                f"anomalies ({source}): {len(res['new'])} new, {len(res['updated'])} updated, "
+                f"{len(res['alerted'])} alerted"
+            )
             return res
 
         detect()

@@ -27,7 +27,9 @@ def sources_of(cfg: FinOpsConfig, provider: str) -> list[Any]:
     return [s for s in getattr(cfg.sources, PROVIDER_SECTIONS[provider]) if s.enabled]
 
 
-def plan_loads(provider: str, source: str | None, billing_period: str | list[str] | None, today: date) -> list[dict]:
+def plan_loads(
+    provider: str, source: str | None, billing_period: str | list[str] | None, today: date
+) -> list[dict]:
     cfg = get_config()
     srcs = sources_of(cfg, provider)
     if source and source != "all":
@@ -38,7 +40,9 @@ def plan_loads(provider: str, source: str | None, billing_period: str | list[str
         srcs = picked
     periods = resolve_periods(billing_period, today)
     plan = [{"provider": provider, "source": s.name, "billing_period": p} for s in srcs for p in periods]
-    log.info("planned %d %s loads: %s", len(plan), provider, [f"{x['source']}/{x['billing_period']}" for x in plan])
+    log.info(
+        "planned %d %s loads: %s", len(plan), provider, [f"{x['source']}/{x['billing_period']}" for x in plan]
+    )
     return plan
 
 
@@ -52,8 +56,15 @@ def _record_refused_delivery(cfg: FinOpsConfig, item: dict, error: Exception, ru
     from finops.warehouse.base import LoadLogEntry
 
     message = f"delivery refused: {error}"[:2000]
-    entry = LoadLogEntry(load_id=f"refused-{uuid.uuid4().hex[:16]}", source=item["source"], provider=item["provider"],
-                         billing_period=item["billing_period"], status="failed", message=message, run_id=run_id)
+    entry = LoadLogEntry(
+        load_id=f"refused-{uuid.uuid4().hex[:16]}",
+        source=item["source"],
+        provider=item["provider"],
+        billing_period=item["billing_period"],
+        status="failed",
+        message=message,
+        run_id=run_id,
+    )
     try:
         wh = connect(cfg)
         try:
@@ -62,10 +73,16 @@ def _record_refused_delivery(cfg: FinOpsConfig, item: dict, error: Exception, ru
             wh.close()
     except Exception:  # noqa: BLE001 - the delivery error is what the task must report
         log.exception("could not record the refused delivery in load_log")
-    emit(AlertEvent(kind="delivery_refused", severity="critical",
-                    title=f"Billing delivery refused: {item['source']} {item['billing_period']}",
-                    summary=message[:1000], facts={k: item[k] for k in ("provider", "source", "billing_period")},
-                    dedup_key=f"delivery:{item['source']}:{item['billing_period']}:{message[:200]}"))
+    emit(
+        AlertEvent(
+            kind="delivery_refused",
+            severity="critical",
+            title=f"Billing delivery refused: {item['source']} {item['billing_period']}",
+            summary=message[:1000],
+            facts={k: item[k] for k in ("provider", "source", "billing_period")},
+            dedup_key=f"delivery:{item['source']}:{item['billing_period']}:{message[:200]}",
+        )
+    )
 
 
 def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = None) -> dict:
@@ -85,12 +102,19 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
             _record_refused_delivery(cfg, item, e, run_id)
         raise
     if not batches:
-        log.warning("%s %s: no complete delivery found for %s (nothing loaded, nothing removed)", provider, src.name, period)
+        log.warning(
+            "%s %s: no complete delivery found for %s (nothing loaded, nothing removed)",
+            provider,
+            src.name,
+            period,
+        )
         return {**item, "status": "no_data", "rows": 0}
     converter = registry.converter_for(provider, src)
     results = []
     for batch in batches:
-        log.info("%s/%s: loading %d file(s), delivery %s", src.name, period, len(batch.files), batch.fingerprint)
+        log.info(
+            "%s/%s: loading %d file(s), delivery %s", src.name, period, len(batch.files), batch.fingerprint
+        )
         if dry_run:
             results.append({**item, **dry_run_batch(batch, converter)})
             continue
@@ -108,7 +132,9 @@ def load_partition(item: dict, *, dry_run: bool = False, run_id: str | None = No
                 "status": entry.status,
                 "rows": entry.row_count,
                 "load_id": entry.load_id,
-                "billed_total": str(entry.focus_billed_total) if entry.focus_billed_total is not None else None,
+                "billed_total": str(entry.focus_billed_total)
+                if entry.focus_billed_total is not None
+                else None,
                 "currency": entry.currency,
                 "message": entry.message,
             }
@@ -135,7 +161,14 @@ def refresh_rollups(wh: Any, source: str, period: str, staged: list[Path] | None
         log.exception("%s %s: UI rollup refresh failed; publish_summary will retry it", source, period)
         return None
     how = "from the staging files" if staged else "from the warehouse"
-    log.info("%s %s: UI rollups rebuilt %s (%d daily rows) in %.1f s", source, period, how, n, time.perf_counter() - t)
+    log.info(
+        "%s %s: UI rollups rebuilt %s (%d daily rows) in %.1f s",
+        source,
+        period,
+        how,
+        n,
+        time.perf_counter() - t,
+    )
     return n
 
 

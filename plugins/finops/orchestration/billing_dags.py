@@ -121,7 +121,9 @@ def build_billing_dag(provider: str, schedule: str = "15 6 * * *"):
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=default_args(execution_timeout=TASK_TIMEOUT, **({"retries": 3} | HOURLY_ARGS.get(provider, {}))),
+        default_args=default_args(
+            execution_timeout=TASK_TIMEOUT, **({"retries": 3} | HOURLY_ARGS.get(provider, {}))
+        ),
         params=billing_params(),
         deadline=billing_deadline(provider, schedule),  # finops.yaml alerts.billing_deadlines
         tags=["finops", "billing", provider],

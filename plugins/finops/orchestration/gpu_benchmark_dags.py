@@ -32,24 +32,42 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
     @dag(
         dag_id="finops_gpu_benchmark",
         description="Weekly: GPU benchmarks on fresh instances (launch -> wait -> collect -> terminate), "
-                    "priced per unit of work.",
+        "priced per unit of work.",
         schedule="0 6 * * 1",
         start_date=datetime(2026, 1, 5, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=default_args(execution_timeout=TASK_TIMEOUT, retry_delay=RETRY_DELAY,
-                                  max_retry_delay=MAX_RETRY_DELAY),
+        default_args=default_args(
+            execution_timeout=TASK_TIMEOUT, retry_delay=RETRY_DELAY, max_retry_delay=MAX_RETRY_DELAY
+        ),
         tags=["finops", "benchmarks", "gpu"],
         doc_md=doc_md,
         params={
-            "dry_run": Param(True, type="boolean", title="Dry run",
-                             description="Render and audit what would be launched; launch nothing. "
-                                         "Scheduled runs follow benchmarks.dry_run in finops.yaml."),
-            "targets": Param([], type="array", items={"type": "string"}, title="Targets",
-                             description="provider/region/instance_type/pricing_model keys; empty = all configured"),
-            "max_instances": Param(None, type=["null", "integer"], minimum=0, maximum=64, title="Max instances",
-                                   description="Launch at most this many (never more than benchmarks.max_instances)"),
-            "quick": Param(False, type="boolean", title="Quick", description="Small sizes: a smoke test of the setup"),
+            "dry_run": Param(
+                True,
+                type="boolean",
+                title="Dry run",
+                description="Render and audit what would be launched; launch nothing. "
+                "Scheduled runs follow benchmarks.dry_run in finops.yaml.",
+            ),
+            "targets": Param(
+                [],
+                type="array",
+                items={"type": "string"},
+                title="Targets",
+                description="provider/region/instance_type/pricing_model keys; empty = all configured",
+            ),
+            "max_instances": Param(
+                None,
+                type=["null", "integer"],
+                minimum=0,
+                maximum=64,
+                title="Max instances",
+                description="Launch at most this many (never more than benchmarks.max_instances)",
+            ),
+            "quick": Param(
+                False, type="boolean", title="Quick", description="Small sizes: a smoke test of the setup"
+            ),
         },
     )
     def finops_gpu_benchmark() -> None:
@@ -63,7 +81,9 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
             params = ctx["params"]
             with fail_on_bad_input():  # a bad benchmarks: section or an unknown target key
                 settings = get_settings()
-                chosen, dropped = lifecycle.plan(settings, params.get("targets") or None, params.get("max_instances"))
+                chosen, dropped = lifecycle.plan(
+                    settings, params.get("targets") or None, params.get("max_instances")
+                )
             dry_run = settings.dry_run if _scheduled(ctx) else bool(params["dry_run"])
             if dropped:
                 print(f"cap: not launching {dropped}")
@@ -97,9 +117,14 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
             wh = connect()
             try:
                 out = lifecycle.launch(
-                    prepared, settings, None if dry else for_target(target, settings.max_running), dry_run=dry,
-                    wh=wh, presign=None if dry else make_presign(settings.results_conn_id),
-                    payloads=None if dry else make_payload_store(settings))
+                    prepared,
+                    settings,
+                    None if dry else for_target(target, settings.max_running),
+                    dry_run=dry,
+                    wh=wh,
+                    presign=None if dry else make_presign(settings.results_conn_id),
+                    payloads=None if dry else make_payload_store(settings),
+                )
             finally:
                 wh.close()
             return out | {"dag_run_id": prepared["dag_run_id"]}
@@ -116,7 +141,9 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
             settings = get_settings()
             wh = connect()
             try:
-                return lifecycle.collect(launched, make_reader(results_conn(settings, launched["target"])), wh)
+                return lifecycle.collect(
+                    launched, make_reader(results_conn(settings, launched["target"])), wh
+                )
             finally:
                 wh.close()
 
@@ -134,9 +161,14 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
             launcher = for_target(settings.target(prepared["target"]["key"]), settings.max_running)
             wh = connect()
             try:
-                rep = lifecycle.terminate(prepared, launcher, dry_run=False, wh=wh,
-                                          timeout_s=settings.terminate_timeout_s,
-                                          payloads=make_payload_store(settings))
+                rep = lifecycle.terminate(
+                    prepared,
+                    launcher,
+                    dry_run=False,
+                    wh=wh,
+                    timeout_s=settings.terminate_timeout_s,
+                    payloads=make_payload_store(settings),
+                )
             finally:
                 wh.close()
             return rep.as_dict()
@@ -147,8 +179,9 @@ def build_gpu_benchmark_dag(doc_md: str | None = None) -> Any:
         def benchmark(item: dict[str, Any]) -> None:
             prepared = prepare(item)
             launched = launch(prepared)  # type: ignore[arg-type]
-            waited = WaitForBenchResultsOperator(task_id="wait", launched=launched, retries=0, poll_s=30.0,
-                                                 execution_timeout=None)
+            waited = WaitForBenchResultsOperator(
+                task_id="wait", launched=launched, retries=0, poll_s=30.0, execution_timeout=None
+            )
             collected = collect(launched, waited.output)  # type: ignore[arg-type]
             done = terminate(prepared)  # type: ignore[arg-type]
             collected >> done
@@ -187,15 +220,29 @@ def build_bench_reaper_dag(doc_md: str | None = None) -> Any:
         catchup=False,
         max_active_runs=1,
         # hourly: a hung run must not stall the next
-        default_args=default_args(execution_timeout=TASK_TIMEOUT, retries=3, retry_delay=RETRY_DELAY,
-                                  max_retry_delay=MAX_RETRY_DELAY),
+        default_args=default_args(
+            execution_timeout=TASK_TIMEOUT,
+            retries=3,
+            retry_delay=RETRY_DELAY,
+            max_retry_delay=MAX_RETRY_DELAY,
+        ),
         tags=["finops", "benchmarks", "safety"],
         doc_md=doc_md,
         params={
-            "dry_run": Param(True, type="boolean", title="Dry run",
-                             description="Report and audit what would be terminated; terminate nothing"),
-            "max_terminations": Param(50, type="integer", minimum=0, maximum=500, title="Max terminations",
-                                      description="Safety cap per run"),
+            "dry_run": Param(
+                True,
+                type="boolean",
+                title="Dry run",
+                description="Report and audit what would be terminated; terminate nothing",
+            ),
+            "max_terminations": Param(
+                50,
+                type="integer",
+                minimum=0,
+                maximum=500,
+                title="Max terminations",
+                description="Safety cap per run",
+            ),
         },
     )
     def finops_bench_reaper() -> None:
@@ -220,10 +267,16 @@ def build_bench_reaper_dag(doc_md: str | None = None) -> Any:
             wh = connect()
             try:
                 # scheduled: the safety net also ends what a manual live benchmark run left behind
-                report = lifecycle.reap(list(seen.values()), dry_run=dry_run, wh=wh, run_id=ctx["run_id"],
-                                        cap=int(ctx["params"]["max_terminations"]), clean_live_launches=scheduled,
-                                        payloads=make_payload_store(settings),
-                                        payload_max_age=timedelta(minutes=settings.ttl_minutes))
+                report = lifecycle.reap(
+                    list(seen.values()),
+                    dry_run=dry_run,
+                    wh=wh,
+                    run_id=ctx["run_id"],
+                    cap=int(ctx["params"]["max_terminations"]),
+                    clean_live_launches=scheduled,
+                    payloads=make_payload_store(settings),
+                    payload_max_age=timedelta(minutes=settings.ttl_minutes),
+                )
             finally:
                 wh.close()
             if report["errors"]:

@@ -25,9 +25,13 @@ PROVIDERS = ["all", "aws", "gcp", "azure", "lambda"]
 
 
 def _dry_run_param() -> Param:
-    return Param(True, type="boolean", title="Dry run",
-                 description="Report what would happen without tagging, stopping or terminating anything "
-                             "(scheduled runs stay dry unless the Variable finops_policy_enforce is true).")
+    return Param(
+        True,
+        type="boolean",
+        title="Dry run",
+        description="Report what would happen without tagging, stopping or terminating anything "
+        "(scheduled runs stay dry unless the Variable finops_policy_enforce is true).",
+    )
 
 
 def _run(kind: str | None, params: dict[str, Any]) -> dict[str, Any]:
@@ -44,12 +48,20 @@ def _run(kind: str | None, params: dict[str, Any]) -> dict[str, Any]:
     # an unknown policy name, a bad policy file (PolicyError), a cap abort or failed actions
     # (PolicyRunFailed, see above): none is retried
     with fail_on_bad_input():
-        summary = run_policies(kind=kind, dry_run=dry, run_id=ctx["run_id"], provider=provider,
-                               account=account, policy=params.get("policy") or None)
+        summary = run_policies(
+            kind=kind,
+            dry_run=dry,
+            run_id=ctx["run_id"],
+            provider=provider,
+            account=account,
+            policy=params.get("policy") or None,
+        )
     if (provider or account) and not _evaluated(summary):
         # a typo in the form must not read as "no violations"
-        raise AirflowFailException(f"no policy has a configured target matching {_scope(provider, account)}: "
-                                   f"nothing was evaluated; configured targets: {_targets()}")
+        raise AirflowFailException(
+            f"no policy has a configured target matching {_scope(provider, account)}: "
+            f"nothing was evaluated; configured targets: {_targets()}"
+        )
     return summary
 
 
@@ -66,11 +78,15 @@ def _targets() -> str:
     from finops.policies.tasks import policies_dir
 
     _, targets = load_all(policies_dir())
-    return ", ".join(f"{t.name} ({t.provider}{', ' + t.account if t.account else ''})" for t in targets) or "(none)"
+    return (
+        ", ".join(f"{t.name} ({t.provider}{', ' + t.account if t.account else ''})" for t in targets)
+        or "(none)"
+    )
 
 
-def build_policy_dag(kind: str, dag_id: str, schedule: str, description: str, *,
-                     execution_timeout: timedelta = TASK_TIMEOUT) -> Any:
+def build_policy_dag(
+    kind: str, dag_id: str, schedule: str, description: str, *, execution_timeout: timedelta = TASK_TIMEOUT
+) -> Any:
     """`execution_timeout`: shorter than the schedule's interval, so a hung run ends before the next."""
 
     @dag(
@@ -105,16 +121,38 @@ def build_audit_dag() -> Any:
         description="Ad-hoc policy audit: evaluate tag and idle policies, then a violations report with costs",
         tags=["finops", "policies", "audit"],
         params={
-            "provider": Param("all", type="string", enum=PROVIDERS, title="Provider",
-                              description="Only targets of this cloud (all = every configured target)."),
-            "account": Param("", type="string", title="Account",
-                             description="Target name or account / project / subscription id; empty = all."),
-            "policy": Param("", type="string", title="Policy",
-                            description="One policy name from include/policies; empty = every policy."),
-            "billing_period": Param("", type="string", pattern=r"^([0-9]{4}-(0[1-9]|1[0-2]))?$", title="Billing period",
-                                    description="YYYY-MM for the cost join; empty = the current month."),
-            "dry_run": Param(True, type="boolean", title="Dry run",
-                             description="Evaluate and audit only; nothing is tagged, stopped or terminated."),
+            "provider": Param(
+                "all",
+                type="string",
+                enum=PROVIDERS,
+                title="Provider",
+                description="Only targets of this cloud (all = every configured target).",
+            ),
+            "account": Param(
+                "",
+                type="string",
+                title="Account",
+                description="Target name or account / project / subscription id; empty = all.",
+            ),
+            "policy": Param(
+                "",
+                type="string",
+                title="Policy",
+                description="One policy name from include/policies; empty = every policy.",
+            ),
+            "billing_period": Param(
+                "",
+                type="string",
+                pattern=r"^([0-9]{4}-(0[1-9]|1[0-2]))?$",
+                title="Billing period",
+                description="YYYY-MM for the cost join; empty = the current month.",
+            ),
+            "dry_run": Param(
+                True,
+                type="boolean",
+                title="Dry run",
+                description="Evaluate and audit only; nothing is tagged, stopped or terminated.",
+            ),
         },
     )
     def audit_dag() -> None:
@@ -131,8 +169,12 @@ def build_audit_dag() -> Any:
             # the form's account may name a target; the audit rows carry account ids: filter by
             # the ids the evaluation covered
             account = list(evaluated.get("accounts") or []) if p.get("account") else None
-            return audit_report(period=p.get("billing_period") or None, provider=provider,
-                                account=account, policy=p.get("policy") or None)
+            return audit_report(
+                period=p.get("billing_period") or None,
+                provider=provider,
+                account=account,
+                policy=p.get("policy") or None,
+            )
 
         # TaskFlow resolves the XComArg to evaluate()'s dict at run time; Airflow's @task
         # typing declares the call with the function's own parameter types.

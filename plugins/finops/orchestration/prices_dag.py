@@ -87,7 +87,9 @@ def build_prices_dag(schedule: str = "0 */6 * * *"):
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=default_args(execution_timeout=TASK_TIMEOUT, retries=3, retry_delay=timedelta(minutes=1)),
+        default_args=default_args(
+            execution_timeout=TASK_TIMEOUT, retries=3, retry_delay=timedelta(minutes=1)
+        ),
         params=prices_params(),
         tags=["finops", "prices"],
         doc_md=__doc__,

@@ -22,17 +22,27 @@ from typing import Any
 from airflow.sdk import RetryAction, RetryDecision, RetryPolicy
 
 # botocore ClientError codes meaning "these credentials cannot do this", whatever the retry
-_AWS_DENIED = frozenset({
-    "AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "AuthFailure",
-    "InvalidClientTokenId", "SignatureDoesNotMatch", "UnrecognizedClientException", "InvalidAccessKeyId",
-})
+_AWS_DENIED = frozenset(
+    {
+        "AccessDenied",
+        "AccessDeniedException",
+        "UnauthorizedOperation",
+        "AuthFailure",
+        "InvalidClientTokenId",
+        "SignatureDoesNotMatch",
+        "UnrecognizedClientException",
+        "InvalidAccessKeyId",
+    }
+)
 # (module, class) of credential errors no retry fixes; matched by name so that a cloud SDK that
 # is not installed costs nothing here
-_CREDENTIAL_ERRORS = frozenset({
-    ("botocore.exceptions", "NoCredentialsError"),
-    ("azure.identity._exceptions", "CredentialUnavailableError"),
-    ("azure.core.exceptions", "ClientAuthenticationError"),
-})
+_CREDENTIAL_ERRORS = frozenset(
+    {
+        ("botocore.exceptions", "NoCredentialsError"),
+        ("azure.identity._exceptions", "CredentialUnavailableError"),
+        ("azure.core.exceptions", "ClientAuthenticationError"),
+    }
+)
 
 
 def _named(exc: BaseException) -> bool:
@@ -45,7 +55,9 @@ def _says_not_retryable(exc: BaseException) -> bool:
     if getattr(exc, "retryable", None) is not False:
         return False
     module = type(exc).__module__
-    return module.startswith("finops.") or (module.startswith("google.auth") and type(exc).__name__ == "RefreshError")
+    return module.startswith("finops.") or (
+        module.startswith("google.auth") and type(exc).__name__ == "RefreshError"
+    )
 
 
 def permanent_reason(exc: BaseException) -> str | None:
@@ -65,8 +77,9 @@ def permanent_reason(exc: BaseException) -> str | None:
 class PermanentErrorPolicy(RetryPolicy):
     """FAIL for errors a retry cannot fix (see the module doc); DEFAULT for everything else."""
 
-    def evaluate(self, exception: BaseException, try_number: int, max_tries: int,
-                 context: Any = None) -> RetryDecision:
+    def evaluate(
+        self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
+    ) -> RetryDecision:
         reason = permanent_reason(exception)
         if reason is None:
             return RetryDecision.default()

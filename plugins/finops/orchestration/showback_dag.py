@@ -25,14 +25,20 @@ def build_showback_dag(doc_md: str | None = None) -> Any:
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
         max_active_runs=1,
-        default_args=default_args(execution_timeout=TASK_TIMEOUT, retries=3, retry_delay=timedelta(minutes=1),
-                                  max_retry_delay=timedelta(minutes=20)),
+        default_args=default_args(
+            execution_timeout=TASK_TIMEOUT,
+            retries=3,
+            retry_delay=timedelta(minutes=1),
+            max_retry_delay=timedelta(minutes=20),
+        ),
         params={
             "billing_period": Param(
-                "", type="string", pattern=r"^$|^\d{4}-(0[1-9]|1[0-2])(,\d{4}-(0[1-9]|1[0-2]))*$",
+                "",
+                type="string",
+                pattern=r"^$|^\d{4}-(0[1-9]|1[0-2])(,\d{4}-(0[1-9]|1[0-2]))*$",
                 title="Billing period",
                 description="YYYY-MM (or several, comma-separated). Empty: the current month, plus the previous "
-                            "one during the first 14 days of a month.",
+                "one during the first 14 days of a month.",
             ),
         },
         tags=["finops", "showback"],

@@ -42,21 +42,34 @@ def build_clouds(target: Target, policy: Policy | None = None) -> Iterator[Cloud
         from finops.policies.actions.gcp import GcpActions
         from finops.policies.inventory.gcp import COMPUTE, MONITORING, GcpInventory
 
-        ginv = GcpInventory(target.account or "", _token(target, connections.gcp_token), target.base_url or COMPUTE,
-                            target.monitoring_url or target.base_url or MONITORING,
-                            session=connections.http_session(target.conn_id))
+        ginv = GcpInventory(
+            target.account or "",
+            _token(target, connections.gcp_token),
+            target.base_url or COMPUTE,
+            target.monitoring_url or target.base_url or MONITORING,
+            session=connections.http_session(target.conn_id),
+        )
         yield Cloud(ginv, GcpActions(ginv))
     elif target.provider == "azure":
         from finops.policies.actions.azure import AzureActions
         from finops.policies.inventory.azure import ARM, AzureInventory
 
-        ainv = AzureInventory(target.account or "", _token(target, connections.azure_token), target.base_url or ARM,
-                              target.gpu_metric_namespace, session=connections.http_session(target.conn_id))
+        ainv = AzureInventory(
+            target.account or "",
+            _token(target, connections.azure_token),
+            target.base_url or ARM,
+            target.gpu_metric_namespace,
+            session=connections.http_session(target.conn_id),
+        )
         yield Cloud(ainv, AzureActions(ainv))
     else:
         from finops.policies.actions.lambda_cloud import LambdaActions
         from finops.policies.inventory.lambda_cloud import LAMBDA, LambdaInventory
 
-        linv = LambdaInventory(target.account or "lambda", _token(target, _lambda_token), target.base_url or LAMBDA,
-                               session=connections.http_session(target.conn_id))
+        linv = LambdaInventory(
+            target.account or "lambda",
+            _token(target, _lambda_token),
+            target.base_url or LAMBDA,
+            session=connections.http_session(target.conn_id),
+        )
         yield Cloud(linv, LambdaActions(linv, allow_terminate=bool(policy and policy.allow_terminate)))

@@ -23,8 +23,16 @@ from zoneinfo import ZoneInfo
 from finops.policies.model import OffHours, Policy, normalise_key
 
 Verdict = Literal[
-    "out_of_scope", "exempt", "not_running", "too_young",
-    "compliant", "violation", "busy", "idle", "no_metrics", "partial_metrics",
+    "out_of_scope",
+    "exempt",
+    "not_running",
+    "too_young",
+    "compliant",
+    "violation",
+    "busy",
+    "idle",
+    "no_metrics",
+    "partial_metrics",
 ]
 Act = Literal["none", "report", "notify", "mark", "unmark", "wait", "stop", "terminate"]
 
@@ -96,7 +104,9 @@ def check_tags(policy: Policy, resource: Resource, team_key: str = "team") -> Ta
         value = next((norm[k] for k in rule.keys() if norm.get(k, "").strip()), None)
         if value is None:
             missing.append(rule.key)
-        elif rule.allowed is not None and value.strip().casefold() not in {a.casefold() for a in rule.allowed}:
+        elif rule.allowed is not None and value.strip().casefold() not in {
+            a.casefold() for a in rule.allowed
+        }:
             invalid.append(rule.key)
         elif rule.pattern is not None and not re.fullmatch(rule.pattern, value.strip()):
             invalid.append(rule.key)
@@ -198,9 +208,17 @@ def evaluate_idle(
     start = now - timedelta(hours=rule.hours)
     period_s = rule.period_minutes * 60
     stale_before = now - timedelta(minutes=rule.max_staleness_minutes)
-    limits = {"gpu": rule.gpu_util_below, "cpu": rule.cpu_util_below, "network": rule.network_below_bytes_per_s}
+    limits = {
+        "gpu": rule.gpu_util_below,
+        "cpu": rule.cpu_util_below,
+        "network": rule.network_below_bytes_per_s,
+    }
     sums = [summarise(s, start, now, period_s, rule.aggregate) for s in series]
-    evidence: dict[str, Any] = {"window_start": start.isoformat(), "window_end": now.isoformat(), "series": sums}
+    evidence: dict[str, Any] = {
+        "window_start": start.isoformat(),
+        "window_end": now.isoformat(),
+        "series": sums,
+    }
     needed = [m for m, lim in limits.items() if lim is not None]
     # Any signal already over its limit means busy, whatever the coverage of the others.
     for s in sums:
@@ -218,7 +236,11 @@ def evaluate_idle(
         if s["metric"] not in needed:
             continue
         if s["coverage"] < rule.min_coverage:
-            return "partial_metrics", f"{s['metric']} {s['label']} covers {s['coverage']:.0%} of the window", evidence
+            return (
+                "partial_metrics",
+                f"{s['metric']} {s['label']} covers {s['coverage']:.0%} of the window",
+                evidence,
+            )
         if s["last_at"] is None or datetime.fromisoformat(s["last_at"]) < stale_before:
             return "partial_metrics", f"{s['metric']} {s['label']} is stale (last {s['last_at']})", evidence
     return "idle", f"every needed signal below its limit for {rule.hours}h", evidence
@@ -262,7 +284,11 @@ def decide(
     mark_raw = normalised_tags(resource.tags).get(normalise_key(policy.mark_tag))
     marked_at = parse_mark(mark_raw)
     mark_note = "; unreadable mark replaced" if mark_raw and marked_at is None else ""
-    if marked_at is not None and resource.launched_at is not None and marked_at + _MARK_SLACK < resource.launched_at:
+    if (
+        marked_at is not None
+        and resource.launched_at is not None
+        and marked_at + _MARK_SLACK < resource.launched_at
+    ):
         # Older than the resource itself: copied with its tags (launch template, "launch more
         # like this", machine image) or left from before a restart. Not our warning: grace anew.
         marked_at, mark_note = None, "; mark older than the launch replaced"
@@ -273,7 +299,9 @@ def decide(
         tc = tag_check or check_tags(policy, resource)
         ev = {"missing": tc.missing, "invalid": tc.invalid, "team": tc.team}
         if tc.compliant:
-            return d("compliant", "unmark" if mark_raw is not None else "none", "all required tags valid", **ev)
+            return d(
+                "compliant", "unmark" if mark_raw is not None else "none", "all required tags valid", **ev
+            )
         reason = f"missing {tc.missing} invalid {tc.invalid}"
         return _violation(policy, resource, d, reason, mark_note, marked_at, now, owner, ev)
 

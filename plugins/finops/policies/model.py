@@ -106,7 +106,9 @@ class IdleRule(_Model):
     network_below_bytes_per_s: float | None = Field(default=None, gt=0)
     aggregate: Literal["max", "p95", "mean"] = "max"
     period_minutes: int = Field(default=5, ge=1, le=60)
-    min_coverage: float = Field(default=0.9, gt=0, le=1, description="fraction of periods that must have data")
+    min_coverage: float = Field(
+        default=0.9, gt=0, le=1, description="fraction of periods that must have data"
+    )
     max_staleness_minutes: int = Field(default=30, ge=1)
 
 
@@ -164,17 +166,21 @@ class Policy(_Model):
     allow_terminate: bool = False
     grace_hours: float = Field(default=24.0, ge=0)
     max_actions_per_run: int = Field(
-        default=10, ge=0, le=1000,
+        default=10,
+        ge=0,
+        le=1000,
         description="most mark / stop / terminate actions a run may plan (over it the run aborts before acting); "
-                    "runs of the policy that overlap in time share it (finops.policies.engine: The cap)")
+        "runs of the policy that overlap in time share it (finops.policies.engine: The cap)",
+    )
     off_hours: OffHours | None = None
     owner_tag: OwnerTag = OwnerTag()
     act_without_owner: bool = Field(default=False, description="stop even when nobody could be notified")
     opt_in_tag: str | None = Field(
         default=None,
         description="key, or key=value: when set, a violating resource without it is reported, never marked, "
-                    "stopped or counted against max_actions_per_run (include/iam lets the package tag and stop "
-                    "only instances carrying finops:auto-stop=enabled)")
+        "stopped or counted against max_actions_per_run (include/iam lets the package tag and stop "
+        "only instances carrying finops:auto-stop=enabled)",
+    )
     mark_tag: str = "finops-idle-marked"
 
     @field_validator("name")
@@ -211,12 +217,16 @@ class Policy(_Model):
         if self.kind == "idle" and self.idle is None:
             raise ValueError("an idle policy needs an idle rule")
         if self.kind == "tags" and self.action == "stop":
-            raise ValueError("tags policies may report, notify or mark (terminate: Lambda only, opted in); never stop")
+            raise ValueError(
+                "tags policies may report, notify or mark (terminate: Lambda only, opted in); never stop"
+            )
         if self.action == "terminate":
             if not self.allow_terminate:
                 raise ValueError("action terminate needs allow_terminate: true (explicit opt-in)")
             if set(self.scope.providers) != {"lambda"}:
-                raise ValueError("terminate is only for Lambda Cloud (it cannot stop); scope.providers must be [lambda]")
+                raise ValueError(
+                    "terminate is only for Lambda Cloud (it cannot stop); scope.providers must be [lambda]"
+                )
         elif self.allow_terminate:
             raise ValueError("allow_terminate is only meaningful with action: terminate")
         if self.action == "stop" and "lambda" in self.scope.providers:
@@ -230,11 +240,15 @@ class Target(_Model):
     name: str
     provider: Provider
     conn_id: str | None = None
-    account: str | None = Field(default=None, description="AWS account id (else STS), GCP project, Azure subscription")
+    account: str | None = Field(
+        default=None, description="AWS account id (else STS), GCP project, Azure subscription"
+    )
     regions: list[str] = ["us-east-1"]
     base_url: str | None = Field(default=None, description="API root override (GCP compute/ARM/Lambda)")
     monitoring_url: str | None = Field(default=None, description="GCP Cloud Monitoring root override")
-    gpu_metric_namespace: str | None = Field(default=None, description="Azure Monitor namespace of the GPU metric")
+    gpu_metric_namespace: str | None = Field(
+        default=None, description="Azure Monitor namespace of the GPU metric"
+    )
 
     @field_validator("name")
     @classmethod

@@ -39,7 +39,9 @@ def _account_ids(account: Accounts) -> list[str] | None:
     return [account] if isinstance(account, str) else list(account)
 
 
-def _filters(provider: str | None, account: Accounts, policy: str | None, alias: str = "") -> tuple[str, list]:
+def _filters(
+    provider: str | None, account: Accounts, policy: str | None, alias: str = ""
+) -> tuple[str, list]:
     sql, params = "", []
     for col, val in (("provider", provider), ("policy", policy)):
         if val:
@@ -55,11 +57,18 @@ def _filters(provider: str | None, account: Accounts, policy: str | None, alias:
 def _scope_text(provider: str | None, account: Accounts, policy: str | None) -> str:
     ids = _account_ids(account)
     acct = None if ids is None else ",".join(ids) or "(none)"
-    return ", ".join(f"{k}={v}" for k, v in (("provider", provider), ("account", acct), ("policy", policy)) if v)
+    return ", ".join(
+        f"{k}={v}" for k, v in (("provider", provider), ("account", acct), ("policy", policy)) if v
+    )
 
 
-def team_costs(wh: Warehouse, period: str, provider: str | None = None, account: Accounts = None,
-               policy: str | None = None) -> list[tuple[str, int, Decimal, str | None]]:
+def team_costs(
+    wh: Warehouse,
+    period: str,
+    provider: str | None = None,
+    account: Accounts = None,
+    policy: str | None = None,
+) -> list[tuple[str, int, Decimal, str | None]]:
     where, params = _filters(provider, account, policy)
     sql = f"""
         WITH latest AS (
@@ -83,8 +92,13 @@ def team_costs(wh: Warehouse, period: str, provider: str | None = None, account:
     return [(str(t), int(n), Decimal(str(c)), cur) for t, n, c, cur in rows]
 
 
-def idle_summary(wh: Warehouse, since: datetime, provider: str | None = None, account: Accounts = None,
-                 policy: str | None = None) -> list[tuple]:
+def idle_summary(
+    wh: Warehouse,
+    since: datetime,
+    provider: str | None = None,
+    account: Accounts = None,
+    policy: str | None = None,
+) -> list[tuple]:
     where, params = _filters(provider, account, policy)
     return wh.query(
         f"SELECT policy, decision, action, result, count(*) FROM policy_actions "
@@ -93,8 +107,13 @@ def idle_summary(wh: Warehouse, since: datetime, provider: str | None = None, ac
     )
 
 
-def unresolved_actions(wh: Warehouse, since: datetime, provider: str | None = None, account: Accounts = None,
-                       policy: str | None = None) -> list[tuple]:
+def unresolved_actions(
+    wh: Warehouse,
+    since: datetime,
+    provider: str | None = None,
+    account: Accounts = None,
+    policy: str | None = None,
+) -> list[tuple]:
     """Actions with no recorded outcome: still `pending`, whatever their age (their run died
     between the call and its outcome, or is acting right now), and those a later run found so
     (`unknown`, its re-read of the resource in the result) since `since`."""
@@ -107,8 +126,14 @@ def unresolved_actions(wh: Warehouse, since: datetime, provider: str | None = No
 
 
 def violations_report(
-    wh: Warehouse, *, period: str | None = None, provider: str | None = None, account: Accounts = None,
-    policy: str | None = None, now: datetime | None = None, days: int = 7,
+    wh: Warehouse,
+    *,
+    period: str | None = None,
+    provider: str | None = None,
+    account: Accounts = None,
+    policy: str | None = None,
+    now: datetime | None = None,
+    days: int = 7,
 ) -> ViolationsReport:
     """`account`: an account id, or a list of them (the accounts a filtered audit run evaluated)."""
     now = now or datetime.now(UTC)
@@ -117,9 +142,14 @@ def violations_report(
     idle = idle_summary(wh, now - timedelta(days=days), provider, account, policy)
     unresolved = unresolved_actions(wh, now - timedelta(days=days), provider, account, policy)
     scope = _scope_text(provider, account, policy)
-    lines = [f"FinOps violations report - billing period {period} - {scope or 'all'} - {now:%Y-%m-%d %H:%M} UTC", ""]
-    lines.append(f"Actions with no recorded outcome (OUTCOME UNKNOWN: the call may have happened; check the resource), "
-                 f"pending ones of any age, the rest of the last {days} days:")
+    lines = [
+        f"FinOps violations report - billing period {period} - {scope or 'all'} - {now:%Y-%m-%d %H:%M} UTC",
+        "",
+    ]
+    lines.append(
+        f"Actions with no recorded outcome (OUTCOME UNKNOWN: the call may have happened; check the resource), "
+        f"pending ones of any age, the rest of the last {days} days:"
+    )
     lines += [
         f"  {at:%Y-%m-%d %H:%M} {pol} {prov} {rid} {act} ({'dry run' if dry else 'live'}, run {run}) [{st}]: {res}"
         for at, pol, prov, rid, act, dry, run, st, res in unresolved
@@ -140,6 +170,12 @@ def violations_report(
     path, csv_path = out / f"{stem}.txt", out / f"{stem}.csv"
     path.write_text(text)
     with csv_path.open("w", newline="") as f:
-        write_csv(f, ["team", "resources", "effective_cost", "currency", "billing_period"],
-                  [(team, n, Decimal(cost).quantize(Decimal("0.01")), cur or "", period) for team, n, cost, cur in teams])
+        write_csv(
+            f,
+            ["team", "resources", "effective_cost", "currency", "billing_period"],
+            [
+                (team, n, Decimal(cost).quantize(Decimal("0.01")), cur or "", period)
+                for team, n, cost, cur in teams
+            ],
+        )
     return ViolationsReport(text, path, csv_path, teams, unresolved)

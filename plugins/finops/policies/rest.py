@@ -35,8 +35,12 @@ class RestClient(HttpClient):
         timeout_s: float = 30.0,
         session: requests.Session | None = None,
     ):
-        super().__init__(base_url, token=token, session=session,
-                         settings=RetrySettings(retries + 1, backoff_s, max_wait_s, max_wait_s, timeout_s))
+        super().__init__(
+            base_url,
+            token=token,
+            session=session,
+            settings=RetrySettings(retries + 1, backoff_s, max_wait_s, max_wait_s, timeout_s),
+        )
 
     def request(self, method: str, path: str, **kw: Any) -> Any:
         out = super().request(method, path, **kw)

@@ -34,17 +34,23 @@ def policies_dir() -> Path:
 
 
 def select(
-    kind: str | None = None, policy: str | None = None, provider: str | None = None, account: str | None = None,
+    kind: str | None = None,
+    policy: str | None = None,
+    provider: str | None = None,
+    account: str | None = None,
     directory: Path | None = None,
 ) -> list[tuple[Policy, list[Target]]]:
     policies, targets = load_all(directory or policies_dir())
     chosen = [p for p in policies if (not kind or p.kind == kind) and (not policy or p.name == policy)]
     if policy and not chosen:
-        raise PolicyError(f"no policy named {policy!r}; known: {', '.join(p.name for p in policies) or '(none)'}")
+        raise PolicyError(
+            f"no policy named {policy!r}; known: {', '.join(p.name for p in policies) or '(none)'}"
+        )
     out = []
     for p in chosen:
         ts = [
-            t for t in targets
+            t
+            for t in targets
             if t.provider in p.scope.providers
             and (not provider or t.provider == provider)
             and (not account or account in (t.account, t.name))
@@ -54,8 +60,15 @@ def select(
 
 
 def run_policies(
-    *, kind: str | None, dry_run: bool, run_id: str, policy: str | None = None, provider: str | None = None,
-    account: str | None = None, directory: Path | None = None, now: datetime | None = None,
+    *,
+    kind: str | None,
+    dry_run: bool,
+    run_id: str,
+    policy: str | None = None,
+    provider: str | None = None,
+    account: str | None = None,
+    directory: Path | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Run the selected policies; every policy runs even when another aborts, then the task fails.
     AuditUnavailable (the audit log unwritable before any action) is not caught: nothing was
@@ -85,7 +98,8 @@ def run_policies(
                 summary["policies"][pol.name] = {"resources": len(res.outcomes), "actions": counts}
                 if res.reconciled:  # rows an earlier, dead run left unfinished (also in the audit report)
                     summary["policies"][pol.name]["reconciled"] = [
-                        f"{r.resource_id} {r.action} ({r.run_id}): {r.status}" for r in res.reconciled]
+                        f"{r.resource_id} {r.action} ({r.run_id}): {r.status}" for r in res.reconciled
+                    ]
             except (CapExceeded, PolicyRunError) as e:
                 summary["policies"][pol.name] = {"error": str(e)}
                 failures.append(str(e))
@@ -108,8 +122,9 @@ def effective_dry_run(param: bool, run_type: str | None) -> bool:
     return str(Variable.get("finops_policy_enforce", default="false")).strip().lower() != "true"
 
 
-def audit_report(*, period: str | None, provider: str | None, account: str | list[str] | None,
-                 policy: str | None) -> str:
+def audit_report(
+    *, period: str | None, provider: str | None, account: str | list[str] | None, policy: str | None
+) -> str:
     """`account`: an account id, or the ids a filtered evaluation covered (a target name in the
     form is not what the audit rows carry)."""
     from finops.policies.report import violations_report

@@ -43,7 +43,11 @@ class HttpClient(http_client.HttpClient):
         token: TokenProvider | str | None = None,
     ):
         super().__init__(
-            settings=settings or HttpSettings(), headers=headers, auth=auth, sleep=sleep, session=session,
+            settings=settings or HttpSettings(),
+            headers=headers,
+            auth=auth,
+            sleep=sleep,
+            session=session,
             token=token,
         )
 

@@ -44,7 +44,8 @@ class AzurePrices(_M):
     currency: str = "USD"
     regions: list[str] = ["eastus", "westus2", "westeurope"]
     instance_families: list[str] = Field(
-        default=["Standard_NC", "Standard_ND", "Standard_NG", "Standard_NV"], description="armSkuName prefixes"
+        default=["Standard_NC", "Standard_ND", "Standard_NG", "Standard_NV"],
+        description="armSkuName prefixes",
     )
     subscription_id: str | None = Field(
         default=None,

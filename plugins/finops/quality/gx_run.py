@@ -110,10 +110,14 @@ def _checkpoint(ctx: Any, batch_definition: Any, suite: Any, result_format: Any)
 
     suite = ctx.suites.add(suite)
     vd = ctx.validation_definitions.add(
-        gx.ValidationDefinition(name=f"{suite.name}_{uuid.uuid4().hex[:6]}", data=batch_definition, suite=suite)
+        gx.ValidationDefinition(
+            name=f"{suite.name}_{uuid.uuid4().hex[:6]}", data=batch_definition, suite=suite
+        )
     )
     checkpoint = ctx.checkpoints.add(
-        gx.Checkpoint(name=f"{vd.name}_checkpoint", validation_definitions=[vd], actions=[], result_format=result_format)
+        gx.Checkpoint(
+            name=f"{vd.name}_checkpoint", validation_definitions=[vd], actions=[], result_format=result_format
+        )
     )
     (run,) = checkpoint.run().run_results.values()
     result: dict[str, Any] = run.to_json_dict()
@@ -124,7 +128,9 @@ def _validate(
     ctx: Any, ds: Any, table: str, rules: list[Rule]
 ) -> tuple[dict[str, Any], list[tuple[Rule, dict[str, Any]]]]:
     try:
-        batch_definition = ds.add_table_asset(name="focus", table_name=table).add_batch_definition_whole_table("all")
+        batch_definition = ds.add_table_asset(
+            name="focus", table_name=table
+        ).add_batch_definition_whole_table("all")
         result = _checkpoint(ctx, batch_definition, build_suite(rules), "BOOLEAN_ONLY")
         failed_keys = {r["expectation_config"]["meta"]["rule"] for r in result["results"] if not r["success"]}
         failed = [r for r in rules if r.key in failed_keys]
@@ -135,7 +141,9 @@ def _validate(
         summary = [r for r in failed if r not in complete]
         for subset, fmt in ((summary, "SUMMARY"), (complete, "COMPLETE")):
             if subset:
-                res = _checkpoint(ctx, batch_definition, build_suite(subset, name=f"focus_staging_{fmt.lower()}"), fmt)
+                res = _checkpoint(
+                    ctx, batch_definition, build_suite(subset, name=f"focus_staging_{fmt.lower()}"), fmt
+                )
                 by_key.update({r["expectation_config"]["meta"]["rule"]: r for r in res["results"]})
         details = [(r, by_key[r.key]) for r in failed if r.key in by_key]
         result["results"] = [

@@ -45,8 +45,6 @@ class Rule:
         return f"{self.column}:{self.rule}"
 
 
-
-
 def _text(value: str) -> str:
     """A SQL string expression for OUR constant `value`, with the characters a rule query may not
     hold literally (see `_literal`) spelled as chr(n)."""

@@ -120,9 +120,17 @@ def scan_cur2(client: Any, bucket: str, prefix: str, period: str) -> PeriodScan:
     check_period(period)
     root = f"{prefix.strip('/')}/" if prefix.strip("/") else ""
     scan = PeriodScan(period)
-    manifests = [o for o in _list(client, bucket, f"{root}metadata/BILLING_PERIOD={period}/") if o["Key"].endswith("Manifest.json")]
+    manifests = [
+        o
+        for o in _list(client, bucket, f"{root}metadata/BILLING_PERIOD={period}/")
+        if o["Key"].endswith("Manifest.json")
+    ]
     newest = _newest(manifests)
-    data = [o["Key"] for o in _list(client, bucket, f"{root}data/BILLING_PERIOD={period}/") if not o["Key"].endswith("/")]
+    data = [
+        o["Key"]
+        for o in _list(client, bucket, f"{root}data/BILLING_PERIOD={period}/")
+        if not o["Key"].endswith("/")
+    ]
     if newest is None:
         scan.orphan_data_keys = data
         return scan
@@ -136,7 +144,9 @@ def scan_cur2(client: Any, bucket: str, prefix: str, period: str) -> PeriodScan:
     return scan
 
 
-def scan_legacy(client: Any, bucket: str, prefix: str, period: str, report_name: str | None = None) -> PeriodScan:
+def scan_legacy(
+    client: Any, bucket: str, prefix: str, period: str, report_name: str | None = None
+) -> PeriodScan:
     """Legacy CUR: <report prefix>/<YYYYMMDD-YYYYMMDD>/<report>-Manifest.json (the newest
     assembly; per-assembly copies live in <assemblyId>/ subfolders)."""
     check_period(period)
@@ -147,8 +157,13 @@ def scan_legacy(client: Any, bucket: str, prefix: str, period: str, report_name:
     folder = f"{base}/{_period_range(period)}/" if base else f"{_period_range(period)}/"
     scan = PeriodScan(period)
     objs = _list(client, bucket, folder)
-    manifests = [o for o in objs if o["Key"].endswith("-Manifest.json") and (not report or o["Key"].rsplit("/", 1)[-1] == f"{report}-Manifest.json")]
-    top = [o for o in manifests if "/" not in o["Key"][len(folder):]]
+    manifests = [
+        o
+        for o in objs
+        if o["Key"].endswith("-Manifest.json")
+        and (not report or o["Key"].rsplit("/", 1)[-1] == f"{report}-Manifest.json")
+    ]
+    top = [o for o in manifests if "/" not in o["Key"][len(folder) :]]
     newest = _newest(top) or _newest(manifests)
     data = [o["Key"] for o in objs if not o["Key"].endswith(".json") and not o["Key"].endswith("/")]
     if newest is None:
@@ -160,7 +175,9 @@ def scan_legacy(client: Any, bucket: str, prefix: str, period: str, report_name:
     if not isinstance(keys, list) or not scan.manifest.get("assemblyId"):
         raise ManifestError(f"legacy manifest s3://{bucket}/{newest['Key']} lacks assemblyId / reportKeys")
     scan.data_keys = [_key_from_ref(str(k), bucket) for k in keys]
-    scan.superseded_manifests = [o["Key"] for o in manifests if o is not newest and scan.manifest["assemblyId"] not in o["Key"]]
+    scan.superseded_manifests = [
+        o["Key"] for o in manifests if o is not newest and scan.manifest["assemblyId"] not in o["Key"]
+    ]
     return scan
 
 
@@ -190,9 +207,16 @@ def _download(client: Any, bucket: str, keys: list[str], dest: Path) -> tuple[li
         etag = str(head.get("ETag", "")).strip('"')
         size = int(head.get("ContentLength", -1))
         marker = target.with_name(target.name + ".etag")
-        if not (target.exists() and target.stat().st_size == size and marker.exists() and marker.read_text() == etag):
+        if not (
+            target.exists()
+            and target.stat().st_size == size
+            and marker.exists()
+            and marker.read_text() == etag
+        ):
             part = target.with_name(target.name + ".part")
-            progress = Progress(f"download s3://{bucket}/{key}", total=size if size > 0 else None, unit="bytes")
+            progress = Progress(
+                f"download s3://{bucket}/{key}", total=size if size > 0 else None, unit="bytes"
+            )
             client.download_file(bucket, key, str(part), Callback=progress.add)
             part.replace(target)
             marker.write_text(etag)
@@ -201,7 +225,9 @@ def _download(client: Any, bucket: str, keys: list[str], dest: Path) -> tuple[li
     return paths, etags
 
 
-def fetch_batch(source: AwsSource, period: str, *, client: Any | None = None, raw_root: Path | None = None) -> RawBatch | None:
+def fetch_batch(
+    source: AwsSource, period: str, *, client: Any | None = None, raw_root: Path | None = None
+) -> RawBatch | None:
     """Find the newest manifest of `period`, download its files, return the RawBatch.
 
     None when the period has no manifest yet (data without a manifest is logged and
@@ -216,20 +242,32 @@ def fetch_batch(source: AwsSource, period: str, *, client: Any | None = None, ra
         if scan.orphan_data_keys:
             log.warning(
                 "%s %s: %d data file(s) without a manifest ignored (delivery in progress or stray files): %s",
-                source.name, period, len(scan.orphan_data_keys), scan.orphan_data_keys[:5],
+                source.name,
+                period,
+                len(scan.orphan_data_keys),
+                scan.orphan_data_keys[:5],
             )
         else:
             log.info("%s %s: no manifest yet", source.name, period)
         return None
     assembly = str(scan.assembly_id or "no-assembly")
-    safe_assembly = path_segment(assembly)  # an executionId of "." or ".." named the period folder or its parent
+    safe_assembly = path_segment(
+        assembly
+    )  # an executionId of "." or ".." named the period folder or its parent
     period_dir = (raw_root or subdir("raw")) / source.name / period
     paths, etags = _download(client, source.bucket, scan.data_keys, period_dir / safe_assembly)
     for old in period_dir.iterdir() if period_dir.exists() else []:
         if old.is_dir() and old.name != safe_assembly:  # older snapshots of this period: not needed
             shutil.rmtree(old, ignore_errors=True)
     fingerprint = f"{assembly}|" + ",".join(etags)
-    log.info("%s %s: manifest %s (assembly %s, %d file(s))", source.name, period, scan.manifest_key, assembly, len(paths))
+    log.info(
+        "%s %s: manifest %s (assembly %s, %d file(s))",
+        source.name,
+        period,
+        scan.manifest_key,
+        assembly,
+        len(paths),
+    )
     return RawBatch(
         source=source.name,
         provider="aws",

@@ -176,7 +176,12 @@ def plan_batches(src: GcpSource, billing_period: str, *, record: bool = True) ->
 
 
 def _stream_to_parquet(
-    client: Any, sql: str, params: list[Any], location: str, out: Path, progress: Progress | None = None,
+    client: Any,
+    sql: str,
+    params: list[Any],
+    location: str,
+    out: Path,
+    progress: Progress | None = None,
     bqstorage: Any | None = None,
 ) -> int:
     """Stream the query result into one parquet file (one row group per record batch): through

@@ -42,8 +42,11 @@ def _module_adapters(module: str) -> tuple[Callable[..., list[Any]], Callable[[A
 
 _PLANNERS: dict[str, Callable[..., list[Any]]] = {"aws": _aws_plan}
 _CONVERTERS: dict[str, Callable[[Any], Any]] = {"aws": _aws_converter}
-for _provider, _module in (("gcp", "finops.sources.gcp_bigquery"), ("azure", "finops.sources.azure_blob"),
-                           ("lambda", "finops.sources.lambda_cloud")):
+for _provider, _module in (
+    ("gcp", "finops.sources.gcp_bigquery"),
+    ("azure", "finops.sources.azure_blob"),
+    ("lambda", "finops.sources.lambda_cloud"),
+):
     _PLANNERS[_provider], _CONVERTERS[_provider] = _module_adapters(_module)
 
 

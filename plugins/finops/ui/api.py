@@ -32,8 +32,9 @@ def get_reader() -> Iterator[Reader]:
 ReaderDep = Annotated[Reader, Depends(get_reader)]
 
 
-def paging(page: Annotated[int, Query(ge=1, le=1_000_000)] = 1,
-           page_size: Annotated[int, Query(ge=1, le=500)] = 50) -> queries.Page:
+def paging(
+    page: Annotated[int, Query(ge=1, le=1_000_000)] = 1, page_size: Annotated[int, Query(ge=1, le=500)] = 50
+) -> queries.Page:
     return queries.Page(page, page_size)
 
 
@@ -66,8 +67,9 @@ def cost(
         start, end = start or d_start, end or d_end
     if end <= start or (end - start).days > MAX_DAYS:
         raise HTTPException(422, f"need start < end and a range of at most {MAX_DAYS} days")
-    return queries.cost_timeseries(r, dim=dim, view=view, grain=grain, start=start, end=end,
-                                   currency=currency, top=top)
+    return queries.cost_timeseries(
+        r, dim=dim, view=view, grain=grain, start=start, end=end, currency=currency, top=top
+    )
 
 
 # ASCII digits only: the regex engine behind Query(pattern=...) reads \d as any Unicode digit.
@@ -82,7 +84,8 @@ def showback(r: ReaderDep, page: PageDep, period: Period = None, view: View = "a
 
 @router.get("/showback/team")
 def showback_team(
-    r: ReaderDep, page: PageDep,
+    r: ReaderDep,
+    page: PageDep,
     period: Annotated[str, Query(pattern=PERIOD_PATTERN)],
     team: Annotated[str, Query(min_length=1, max_length=200)],
     view: View = "amortised",
@@ -93,13 +96,16 @@ def showback_team(
 
 @router.get("/showback/resources")
 def showback_resources(
-    r: ReaderDep, page: PageDep,
+    r: ReaderDep,
+    page: PageDep,
     period: Annotated[str, Query(pattern=PERIOD_PATTERN)],
     team: Annotated[str, Query(min_length=1, max_length=200)],
     view: View = "amortised",
 ) -> dict[str, Any]:
     """Drill-down: the team's tagged resources in the period, costliest first."""
-    return queries.team_resources(r, period=period, team=team, view=view, tag_keys=_team_tag_keys(), page=page)
+    return queries.team_resources(
+        r, period=period, team=team, view=view, tag_keys=_team_tag_keys(), page=page
+    )
 
 
 def _team_tag_keys() -> list[str]:
@@ -110,7 +116,8 @@ def _team_tag_keys() -> list[str]:
 
 @router.get("/anomalies")
 def anomalies(
-    r: ReaderDep, page: PageDep,
+    r: ReaderDep,
+    page: PageDep,
     status: Literal["open", "closed"] | None = None,
     severity: Annotated[str | None, Query(max_length=20)] = None,
 ) -> dict[str, Any]:
@@ -119,20 +126,28 @@ def anomalies(
 
 @router.get("/policy-actions")
 def policy_actions(
-    r: ReaderDep, page: PageDep,
+    r: ReaderDep,
+    page: PageDep,
     policy: Annotated[str | None, Query(max_length=200)] = None,
     provider: Annotated[str | None, Query(max_length=40)] = None,
     decision: Annotated[str | None, Query(max_length=40)] = None,
     result: Annotated[str | None, Query(max_length=40)] = None,
     dry_run: bool | None = None,
 ) -> dict[str, Any]:
-    filters = {"policy": policy, "provider": provider, "decision": decision, "result": result, "dry_run": dry_run}
+    filters = {
+        "policy": policy,
+        "provider": provider,
+        "decision": decision,
+        "result": result,
+        "dry_run": dry_run,
+    }
     return queries.policy_actions(r, filters=filters, page=page)
 
 
 @router.get("/tag-compliance")
 def tag_compliance(
-    r: ReaderDep, page: PageDep,
+    r: ReaderDep,
+    page: PageDep,
     day: date | None = None,
 ) -> dict[str, Any]:
     """Latest (or `day`'s) snapshot; costs of non-compliant resources in that billing period."""
@@ -165,13 +180,23 @@ def gpu_cheapest(
     """The "cheapest place to run a job" form: offers ranked by expected cost incl. spot interruptions."""
     from finops.gpubench.pricing import Job
 
-    job = Job(steps=steps, precision=precision, checkpoint_interval_h=checkpoint_interval_h,
-              restart_overhead_h=restart_overhead_h, checkpoint_cost_h=checkpoint_cost_h,
-              scaling_efficiency=scaling_efficiency, spot_interruption_rate_per_h=spot_interruption_rate_per_h)
+    job = Job(
+        steps=steps,
+        precision=precision,
+        checkpoint_interval_h=checkpoint_interval_h,
+        restart_overhead_h=restart_overhead_h,
+        checkpoint_cost_h=checkpoint_cost_h,
+        scaling_efficiency=scaling_efficiency,
+        spot_interruption_rate_per_h=spot_interruption_rate_per_h,
+    )
     out = queries.cheapest(r, job, limit=limit, currency=currency)
-    out["job"] = {"steps": steps, "precision": precision, "checkpoint_interval_h": checkpoint_interval_h,
-                  "restart_overhead_h": restart_overhead_h, "checkpoint_cost_h": checkpoint_cost_h,
-                  "scaling_efficiency": scaling_efficiency,
-                  "spot_interruption_rate_per_h": spot_interruption_rate_per_h}
+    out["job"] = {
+        "steps": steps,
+        "precision": precision,
+        "checkpoint_interval_h": checkpoint_interval_h,
+        "restart_overhead_h": restart_overhead_h,
+        "checkpoint_cost_h": checkpoint_cost_h,
+        "scaling_efficiency": scaling_efficiency,
+        "spot_interruption_rate_per_h": spot_interruption_rate_per_h,
+    }
     return out
-

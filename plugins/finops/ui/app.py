@@ -54,5 +54,12 @@ def plugin_apps() -> list[dict]:
 
 def plugin_external_views() -> list[dict]:
     """`external_views` entry: a "FinOps" item under Browse, the page shown inside the Airflow UI."""
-    return [{"name": "FinOps", "href": f"{URL_PREFIX}/", "destination": "nav", "category": "browse",
-             "url_route": "finops"}]
+    return [
+        {
+            "name": "FinOps",
+            "href": f"{URL_PREFIX}/",
+            "destination": "nav",
+            "category": "browse",
+            "url_route": "finops",
+        }
+    ]

@@ -43,8 +43,12 @@ def _bearer(request: Request) -> HTTPAuthorizationCredentials | None:
 def _wants_html(request: Request) -> bool:
     """A browser navigating to the page (not the JSON API, not a static asset)."""
     path = request.url.path
-    return request.method == "GET" and "text/html" in request.headers.get("accept", "") \
-        and "/api/" not in path and "/static/" not in path
+    return (
+        request.method == "GET"
+        and "text/html" in request.headers.get("accept", "")
+        and "/api/" not in path
+        and "/static/" not in path
+    )
 
 
 def next_path(request: Request) -> str:

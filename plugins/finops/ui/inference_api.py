@@ -32,8 +32,11 @@ def _extra_prices() -> list[Any]:
     from finops.ui.queries import _bench_settings
 
     settings = _bench_settings()
-    return [PriceOffer(t.provider, t.region, t.instance_type, t.pricing_model, Decimal(str(t.price_per_hour)))
-            for t in (settings.targets if settings else []) if t.price_per_hour is not None]
+    return [
+        PriceOffer(t.provider, t.region, t.instance_type, t.pricing_model, Decimal(str(t.price_per_hour)))
+        for t in (settings.targets if settings else [])
+        if t.price_per_hour is not None
+    ]
 
 
 def _matrix(r: Reader, targets: dict[str, float]) -> dict[str, Any] | None:
@@ -45,21 +48,32 @@ def _matrix(r: Reader, targets: dict[str, float]) -> dict[str, Any] | None:
 
 
 @router.get("/matrix")
-def matrix(r: ReaderDep, resnet50_p99_ms: Ms = None, decoder_p99_ms: Ms = None,
-           currency: Currency = "USD") -> dict[str, Any]:
+def matrix(
+    r: ReaderDep, resnet50_p99_ms: Ms = None, decoder_p99_ms: Ms = None, currency: Currency = "USD"
+) -> dict[str, Any]:
     """$ per 1,000 requests and per 1M output tokens per (offer, model, precision), cheapest first;
     P99 targets default to the ones each run was measured with."""
     m = _matrix(r, _targets(resnet50_p99_ms, decoder_p99_ms))
     if m is None:
-        return empty("no serving benchmark or price tables yet (missing: " + ", ".join(r.missing(*TABLES)) + ")")
+        return empty(
+            "no serving benchmark or price tables yet (missing: " + ", ".join(r.missing(*TABLES)) + ")"
+        )
     from finops.gpubench.serving_store import jsonable
 
     rows = [x for x in m["rows"] if x["currency"] == currency]
     if not rows:
-        return empty(f"no serving figures with a price in {currency} yet", unmeasured=len(m["unmeasured"]),
-                     unpriced=m["unpriced"])
-    return {"empty": False, "items": jsonable(rows), "currency": currency, "unpriced": m["unpriced"],
-            "unmeasured": len(m["unmeasured"])}
+        return empty(
+            f"no serving figures with a price in {currency} yet",
+            unmeasured=len(m["unmeasured"]),
+            unpriced=m["unpriced"],
+        )
+    return {
+        "empty": False,
+        "items": jsonable(rows),
+        "currency": currency,
+        "unpriced": m["unpriced"],
+        "unmeasured": len(m["unmeasured"]),
+    }
 
 
 @router.get("/fleet")
@@ -83,15 +97,33 @@ def fleet_advice(
 
     m = _matrix(r, {model: p99_ms} if p99_ms else {})
     if m is None:
-        return empty("no serving benchmark or price tables yet (missing: " + ", ".join(r.missing(*TABLES)) + ")")
+        return empty(
+            "no serving benchmark or price tables yet (missing: " + ", ".join(r.missing(*TABLES)) + ")"
+        )
     try:
-        traffic = Traffic.of(peak_rps, peak_hours, offpeak_rps, offpeak_hours, guaranteed_rps=guaranteed_rps,
-                             max_utilisation=max_utilisation)
+        traffic = Traffic.of(
+            peak_rps,
+            peak_hours,
+            offpeak_rps,
+            offpeak_hours,
+            guaranteed_rps=guaranteed_rps,
+            max_utilisation=max_utilisation,
+        )
         plan = advise(m["rows"], model, traffic, currency=currency, allow_spot=allow_spot)
     except (FleetError, CostInputError) as e:
         return empty(str(e))
-    return {"empty": False, "model": model, "currency": currency, "plan": jsonable(plan.as_dict()),
-            "traffic": {"peak_rps": peak_rps, "peak_hours": peak_hours, "offpeak_rps": offpeak_rps,
-                        "offpeak_hours": offpeak_hours, "guaranteed_rps": str(traffic.guaranteed),
-                        "max_utilisation": max_utilisation,
-                        "hours_per_month": str((24 * traffic.days_per_month).quantize(Decimal("0.01")))}}
+    return {
+        "empty": False,
+        "model": model,
+        "currency": currency,
+        "plan": jsonable(plan.as_dict()),
+        "traffic": {
+            "peak_rps": peak_rps,
+            "peak_hours": peak_hours,
+            "offpeak_rps": offpeak_rps,
+            "offpeak_hours": offpeak_hours,
+            "guaranteed_rps": str(traffic.guaranteed),
+            "max_utilisation": max_utilisation,
+            "hours_per_month": str((24 * traffic.days_per_month).quantize(Decimal("0.01"))),
+        },
+    }

@@ -26,11 +26,19 @@ router = APIRouter()
 
 PREFIX = "/quarantine-docs"
 _DOCS_DIR = re.compile(r"^data_docs(\.\d+)?$")
-_MEDIA = {".html": "text/html", ".css": "text/css", ".js": "text/javascript", ".svg": "image/svg+xml",
-          ".png": "image/png", ".gif": "image/gif", ".ico": "image/x-icon", ".json": "application/json"}
+_MEDIA = {
+    ".html": "text/html",
+    ".css": "text/css",
+    ".js": "text/javascript",
+    ".svg": "image/svg+xml",
+    ".png": "image/png",
+    ".gif": "image/gif",
+    ".ico": "image/x-icon",
+    ".json": "application/json",
+}
 _HEADERS = {
     "Content-Security-Policy": "sandbox; default-src 'self'; style-src 'self' 'unsafe-inline'; "
-                               "img-src 'self' data:; script-src 'none'; frame-ancestors 'self'",
+    "img-src 'self' data:; script-src 'none'; frame-ancestors 'self'",
 }
 
 
@@ -97,10 +105,16 @@ def quarantines(r: ReaderDep) -> dict[str, Any]:
     for source, period, load_id, finished, qpath, summary in rows:
         info = json.loads(summary) if isinstance(summary, str) else (summary or {})
         docs = _latest_docs(qpath)
-        items.append({
-            "source": source, "billing_period": period, "load_id": load_id,
-            "finished_at": finished.isoformat() if finished else None,
-            "headline": info.get("headline"), "column": info.get("column"), "rule": info.get("rule"),
-            "data_docs": docs.lstrip("/") if docs else None,  # relative to the view's own URL
-        })
+        items.append(
+            {
+                "source": source,
+                "billing_period": period,
+                "load_id": load_id,
+                "finished_at": finished.isoformat() if finished else None,
+                "headline": info.get("headline"),
+                "column": info.get("column"),
+                "rule": info.get("rule"),
+                "data_docs": docs.lstrip("/") if docs else None,  # relative to the view's own URL
+            }
+        )
     return {"items": items, "reason": "No quarantined loads." if not items else None}

@@ -59,8 +59,14 @@ class Page:
         return (self.page - 1) * self.size
 
     def wrap(self, items: list[dict[str, Any]], total: int, **extra: Any) -> dict[str, Any]:
-        return {"empty": total == 0, "items": items, "page": self.page, "page_size": self.size,
-                "total": total, **extra}
+        return {
+            "empty": total == 0,
+            "items": items,
+            "page": self.page,
+            "page_size": self.size,
+            "total": total,
+            **extra,
+        }
 
 
 def _where(clauses: list[tuple[str, list[Any]]]) -> tuple[str, list[Any]]:
@@ -111,12 +117,26 @@ def default_range(r: Reader, days: int = 90) -> tuple[date, date]:
 
 
 def overview(r: Reader) -> dict[str, Any]:
-    tables = ("focus_costs", "ui_cost_daily", "showback_daily", "chargeback_monthly", "anomalies",
-              "policy_actions", "tag_compliance", "gpu_benchmarks", "spot_prices", "ondemand_prices")
+    tables = (
+        "focus_costs",
+        "ui_cost_daily",
+        "showback_daily",
+        "chargeback_monthly",
+        "anomalies",
+        "policy_actions",
+        "tag_compliance",
+        "gpu_benchmarks",
+        "spot_prices",
+        "ondemand_prices",
+    )
     start, end = default_range(r)
-    out: dict[str, Any] = {"tables": {t: r.has(t) for t in tables}, "dialect": r.dialect,
-                           "default_start": start.isoformat(), "default_end": end.isoformat(),
-                           "stale_partitions": None}
+    out: dict[str, Any] = {
+        "tables": {t: r.has(t) for t in tables},
+        "dialect": r.dialect,
+        "default_start": start.isoformat(),
+        "default_end": end.isoformat(),
+        "stale_partitions": None,
+    }
     if r.has("load_log", "ui_rollup_state"):
         from finops.ui.rollup import stale_partitions
 
@@ -152,7 +172,8 @@ def _cost_rows(r: Reader, dim: str, view: str, grain: str, start: date, end: dat
         return r.query(
             f"SELECT {b} AS b, team, currency, SUM(cost) FROM showback_daily "
             "WHERE cost_view = ? AND day >= ? AND day < ? GROUP BY 1, 2, 3",
-            [view, start, end])
+            [view, start, end],
+        )
     col, cost = FOCUS_DIMS[dim], FOCUS_COST[view]
     stale = _stale(r)
     parts: list[str] = []
@@ -162,8 +183,10 @@ def _cost_rows(r: Reader, dim: str, view: str, grain: str, start: date, end: dat
         if stale:
             s, p = _partitions_sql(stale)
             not_stale = f" AND NOT {s}"
-        parts.append(f"SELECT day AS d, {col} AS k, billing_currency AS cur, {cost} AS cost FROM ui_cost_daily "
-                     f"WHERE day >= ? AND day < ?{not_stale}")
+        parts.append(
+            f"SELECT day AS d, {col} AS k, billing_currency AS cur, {cost} AS cost FROM ui_cost_daily "
+            f"WHERE day >= ? AND day < ?{not_stale}"
+        )
         params += [start, end, *p]
     if stale is None or stale:
         only = ""
@@ -171,18 +194,28 @@ def _cost_rows(r: Reader, dim: str, view: str, grain: str, start: date, end: dat
         if stale:
             s, p = _partitions_sql(stale)
             only = f" AND {s}"
-        parts.append(f"SELECT CAST(charge_period_start AS DATE) AS d, {col} AS k, billing_currency AS cur, "
-                     f"{cost} AS cost FROM focus_costs WHERE charge_period_start >= ? "
-                     f"AND charge_period_start < ?{only}")
+        parts.append(
+            f"SELECT CAST(charge_period_start AS DATE) AS d, {col} AS k, billing_currency AS cur, "
+            f"{cost} AS cost FROM focus_costs WHERE charge_period_start >= ? "
+            f"AND charge_period_start < ?{only}"
+        )
         params += [_dt(start), _dt(end), *p]
     union = " UNION ALL ".join(parts)
     b = _bucket(grain, "d")
     return r.query(f"SELECT {b} AS b, k, cur, SUM(cost) FROM ({union}) src GROUP BY 1, 2, 3", params)
 
 
-def cost_timeseries(r: Reader, *, dim: str, view: str = "amortised", grain: str = "day",
-                    start: date | None = None, end: date | None = None, currency: str | None = None,
-                    top: int = 8) -> dict[str, Any]:
+def cost_timeseries(
+    r: Reader,
+    *,
+    dim: str,
+    view: str = "amortised",
+    grain: str = "day",
+    start: date | None = None,
+    end: date | None = None,
+    currency: str | None = None,
+    top: int = 8,
+) -> dict[str, Any]:
     """Chart data: one series per key (top `top` by total, the rest as "(other)") in one currency."""
     need = ("showback_daily",) if dim == "team" else ("focus_costs",)
     if not r.has(*need):
@@ -217,12 +250,28 @@ def cost_timeseries(r: Reader, *, dim: str, view: str = "amortised", grain: str 
         i = index.get(_iso(b) or "")
         if i is not None:
             series[k if k in keep else OTHER][i] += float(v)
-    return {"empty": False, "dim": dim, "view": view, "grain": grain, "start": start.isoformat(),
-            "end": end.isoformat(), "currency": cur, "currencies": currencies, "labels": labels,
-            "series": [{"name": k, "total": money(totals[k]) if k != OTHER else
-                        money(sum((totals[x] for x in ranked[top:]), Decimal(0))),
-                        "values": [round(x, 2) for x in vals]} for k, vals in series.items()],
-            "total": money(sum(totals.values(), Decimal(0)))}
+    return {
+        "empty": False,
+        "dim": dim,
+        "view": view,
+        "grain": grain,
+        "start": start.isoformat(),
+        "end": end.isoformat(),
+        "currency": cur,
+        "currencies": currencies,
+        "labels": labels,
+        "series": [
+            {
+                "name": k,
+                "total": money(totals[k])
+                if k != OTHER
+                else money(sum((totals[x] for x in ranked[top:]), Decimal(0))),
+                "values": [round(x, 2) for x in vals],
+            }
+            for k, vals in series.items()
+        ],
+        "total": money(sum(totals.values(), Decimal(0))),
+    }
 
 
 def _labels(start: date, end: date, grain: str) -> list[str]:
@@ -243,8 +292,18 @@ def showback_periods(r: Reader) -> list[str]:
     return [p for (p,) in r.query("SELECT DISTINCT billing_period FROM chargeback_monthly ORDER BY 1 DESC")]
 
 
-_CB_COLS = ("team", "cost_centre", "currency", "direct_cost", "shared_cost", "unallocated_cost", "gpu_cost",
-            "storage_cost", "egress_cost", "total_cost")
+_CB_COLS = (
+    "team",
+    "cost_centre",
+    "currency",
+    "direct_cost",
+    "shared_cost",
+    "unallocated_cost",
+    "gpu_cost",
+    "storage_cost",
+    "egress_cost",
+    "total_cost",
+)
 
 
 def showback(r: Reader, *, period: str | None, view: str, page: Page) -> dict[str, Any]:
@@ -255,20 +314,37 @@ def showback(r: Reader, *, period: str | None, view: str, page: Page) -> dict[st
         return empty("no showback computed yet (run finops_showback)", periods=[])
     period = period if period in periods else periods[0]
     args = [period, view]
-    total = r.query("SELECT COUNT(*) FROM chargeback_monthly WHERE billing_period = ? AND cost_view = ?", args)[0][0]
-    rows = r.query(f"SELECT {', '.join(_CB_COLS)} FROM chargeback_monthly WHERE billing_period = ? "
-                   "AND cost_view = ? ORDER BY total_cost DESC, team LIMIT ? OFFSET ?",
-                   [*args, page.size, page.offset])
-    items = [{c: (money(v) if c.endswith("_cost") else v) for c, v in zip(_CB_COLS, row, strict=True)}
-             for row in rows]
-    sums = r.query("SELECT currency, SUM(total_cost) FROM chargeback_monthly WHERE billing_period = ? "
-                   "AND cost_view = ? GROUP BY 1 ORDER BY 1", args)
-    return page.wrap(items, total, period=period, view=view, periods=periods,
-                     totals={c: money(v) for c, v in sums})
+    total = r.query(
+        "SELECT COUNT(*) FROM chargeback_monthly WHERE billing_period = ? AND cost_view = ?", args
+    )[0][0]
+    rows = r.query(
+        f"SELECT {', '.join(_CB_COLS)} FROM chargeback_monthly WHERE billing_period = ? "
+        "AND cost_view = ? ORDER BY total_cost DESC, team LIMIT ? OFFSET ?",
+        [*args, page.size, page.offset],
+    )
+    items = [
+        {c: (money(v) if c.endswith("_cost") else v) for c, v in zip(_CB_COLS, row, strict=True)}
+        for row in rows
+    ]
+    sums = r.query(
+        "SELECT currency, SUM(total_cost) FROM chargeback_monthly WHERE billing_period = ? "
+        "AND cost_view = ? GROUP BY 1 ORDER BY 1",
+        args,
+    )
+    return page.wrap(
+        items, total, period=period, view=view, periods=periods, totals={c: money(v) for c, v in sums}
+    )
 
 
-_BREAKDOWN = ("provider", "billing_account_id", "sub_account_id", "service_name", "allocation", "rule",
-              "currency")
+_BREAKDOWN = (
+    "provider",
+    "billing_account_id",
+    "sub_account_id",
+    "service_name",
+    "allocation",
+    "rule",
+    "currency",
+)
 
 
 def team_breakdown(r: Reader, *, period: str, team: str, view: str, page: Page) -> dict[str, Any]:
@@ -279,8 +355,11 @@ def team_breakdown(r: Reader, *, period: str, team: str, view: str, page: Page) 
     base = "FROM showback_daily WHERE billing_period = ? AND cost_view = ? AND team = ?"
     cols = ", ".join(_BREAKDOWN)
     total = r.query(f"SELECT COUNT(*) FROM (SELECT {cols} {base} GROUP BY {cols}) g", args)[0][0]
-    rows = r.query(f"SELECT {cols}, SUM(cost) AS cost {base} GROUP BY {cols} "
-                   f"ORDER BY cost DESC, {cols} LIMIT ? OFFSET ?", [*args, page.size, page.offset])
+    rows = r.query(
+        f"SELECT {cols}, SUM(cost) AS cost {base} GROUP BY {cols} "
+        f"ORDER BY cost DESC, {cols} LIMIT ? OFFSET ?",
+        [*args, page.size, page.offset],
+    )
     items = [{**dict(zip(_BREAKDOWN, row[:-1], strict=True)), "cost": money(row[-1])} for row in rows]
     return page.wrap(items, total, period=period, team=team, view=view)
 
@@ -294,31 +373,40 @@ def _resource_costs(r: Reader, period: str, view: str, tag_keys: list[str]) -> t
     cols = "provider_name, resource_id, resource_name, service_name"
     stale = _stale(r) if r.has("ui_resource_monthly") else None
     team_sql, team_params = team_expr(r.dialect, tag_keys)
-    raw = (f"SELECT {cols}, {team_sql} AS team, billing_currency, {cost} AS cost FROM focus_costs "
-           "WHERE x_billing_period = ?")
+    raw = (
+        f"SELECT {cols}, {team_sql} AS team, billing_currency, {cost} AS cost FROM focus_costs "
+        "WHERE x_billing_period = ?"
+    )
     if stale is None:
         return raw, [*team_params, period]
     here = [p for p in stale if p[1] == period]
-    fresh = (f"SELECT {cols}, team, billing_currency, {cost} AS cost FROM ui_resource_monthly "
-             "WHERE x_billing_period = ?")
+    fresh = (
+        f"SELECT {cols}, team, billing_currency, {cost} AS cost FROM ui_resource_monthly "
+        "WHERE x_billing_period = ?"
+    )
     if not here:
         return fresh, [period]
     s, p = _partitions_sql(here)
     return (f"{fresh} AND NOT {s} UNION ALL {raw} AND {s}", [period, *p, *team_params, period, *p])
 
 
-def team_resources(r: Reader, *, period: str, team: str, view: str, tag_keys: list[str],
-                   page: Page) -> dict[str, Any]:
+def team_resources(
+    r: Reader, *, period: str, team: str, view: str, tag_keys: list[str], page: Page
+) -> dict[str, Any]:
     """Resources of one billing period whose team tag (any accepted spelling) names the team."""
     if not r.has("focus_costs"):
         return empty("table focus_costs does not exist yet")
     src, params = _resource_costs(r, period, view, tag_keys)
-    inner = (f"SELECT provider_name, resource_id, MIN(resource_name), MIN(service_name), billing_currency, "
-             f"SUM(cost) AS cost FROM ({src}) rc WHERE team = ? "
-             "GROUP BY provider_name, resource_id, billing_currency")
+    inner = (
+        f"SELECT provider_name, resource_id, MIN(resource_name), MIN(service_name), billing_currency, "
+        f"SUM(cost) AS cost FROM ({src}) rc WHERE team = ? "
+        "GROUP BY provider_name, resource_id, billing_currency"
+    )
     args = [*params, team]
     total = r.query(f"SELECT COUNT(*) FROM ({inner}) g", args)[0][0]
-    rows = r.query(f"{inner} ORDER BY cost DESC, resource_id LIMIT ? OFFSET ?", [*args, page.size, page.offset])
+    rows = r.query(
+        f"{inner} ORDER BY cost DESC, resource_id LIMIT ? OFFSET ?", [*args, page.size, page.offset]
+    )
     names = ("provider", "resource_id", "resource_name", "service_name", "currency")
     items = [{**dict(zip(names, row[:-1], strict=True)), "cost": money(row[-1])} for row in rows]
     return page.wrap(items, total, period=period, team=team, view=view)
@@ -326,9 +414,27 @@ def team_resources(r: Reader, *, period: str, team: str, view: str, tag_keys: li
 
 # -- anomalies -------------------------------------------------------------------------------
 
-_AN_COLS = ("anomaly_id", "monitor_type", "monitor_key", "cost_view", "currency", "status", "start_day",
-            "last_day", "peak_day", "actual", "expected", "delta", "total_impact", "pct", "score", "severity",
-            "contributors", "first_detected_at", "updated_at")
+_AN_COLS = (
+    "anomaly_id",
+    "monitor_type",
+    "monitor_key",
+    "cost_view",
+    "currency",
+    "status",
+    "start_day",
+    "last_day",
+    "peak_day",
+    "actual",
+    "expected",
+    "delta",
+    "total_impact",
+    "pct",
+    "score",
+    "severity",
+    "contributors",
+    "first_detected_at",
+    "updated_at",
+)
 
 
 def anomalies(r: Reader, *, status: str | None, severity: str | None, page: Page) -> dict[str, Any]:
@@ -336,9 +442,11 @@ def anomalies(r: Reader, *, status: str | None, severity: str | None, page: Page
         return empty("table anomalies does not exist yet")
     where, args = _where([(c, [v]) for c, v in (("status = ?", status), ("severity = ?", severity)) if v])
     total = r.query(f"SELECT COUNT(*) FROM anomalies{where}", args)[0][0]
-    rows = r.query(f"SELECT {', '.join(_AN_COLS)} FROM anomalies{where} "
-                   "ORDER BY last_day DESC, total_impact DESC, anomaly_id LIMIT ? OFFSET ?",
-                   [*args, page.size, page.offset])
+    rows = r.query(
+        f"SELECT {', '.join(_AN_COLS)} FROM anomalies{where} "
+        "ORDER BY last_day DESC, total_impact DESC, anomaly_id LIMIT ? OFFSET ?",
+        [*args, page.size, page.offset],
+    )
     items = []
     for row in rows:
         d = dict(zip(_AN_COLS, row, strict=True))
@@ -347,17 +455,36 @@ def anomalies(r: Reader, *, status: str | None, severity: str | None, page: Page
         for c in ("start_day", "last_day", "peak_day", "first_detected_at", "updated_at"):
             d[c] = _iso(d[c])
         contributors = _json(d["contributors"]) or []
-        d["contributors"] = [{**c, **{k: money(c[k]) for k in ("actual", "expected", "delta") if k in c}}
-                             for c in contributors if isinstance(c, dict)]
+        d["contributors"] = [
+            {**c, **{k: money(c[k]) for k in ("actual", "expected", "delta") if k in c}}
+            for c in contributors
+            if isinstance(c, dict)
+        ]
         items.append(d)
     return page.wrap(items, total)
 
 
 # -- policy actions (audit log) --------------------------------------------------------------
 
-_PA_COLS = ("action_id", "run_id", "policy", "policy_kind", "provider", "account", "region", "resource_id",
-            "resource_name", "owner", "decision", "action", "result", "reason", "dry_run", "evidence",
-            "created_at")
+_PA_COLS = (
+    "action_id",
+    "run_id",
+    "policy",
+    "policy_kind",
+    "provider",
+    "account",
+    "region",
+    "resource_id",
+    "resource_name",
+    "owner",
+    "decision",
+    "action",
+    "result",
+    "reason",
+    "dry_run",
+    "evidence",
+    "created_at",
+)
 
 
 def policy_actions(r: Reader, *, filters: dict[str, Any], page: Page) -> dict[str, Any]:
@@ -366,8 +493,11 @@ def policy_actions(r: Reader, *, filters: dict[str, Any], page: Page) -> dict[st
     allowed = ("policy", "provider", "decision", "result", "dry_run")
     where, args = _where([(f"{k} = ?", [filters[k]]) for k in allowed if filters.get(k) is not None])
     total = r.query(f"SELECT COUNT(*) FROM policy_actions{where}", args)[0][0]
-    rows = r.query(f"SELECT {', '.join(_PA_COLS)} FROM policy_actions{where} "
-                   "ORDER BY created_at DESC, action_id LIMIT ? OFFSET ?", [*args, page.size, page.offset])
+    rows = r.query(
+        f"SELECT {', '.join(_PA_COLS)} FROM policy_actions{where} "
+        "ORDER BY created_at DESC, action_id LIMIT ? OFFSET ?",
+        [*args, page.size, page.offset],
+    )
     items = []
     for row in rows:
         d = dict(zip(_PA_COLS, row, strict=True))
@@ -398,33 +528,54 @@ def tag_compliance(r: Reader, *, day: date | None, tag_keys: list[str], page: Pa
     period = snap.strftime("%Y-%m")
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     for policy, provider, n, bad in r.query(
-            "SELECT policy, provider, COUNT(*), SUM(CASE WHEN compliant THEN 0 ELSE 1 END) FROM tag_compliance "
-            "WHERE snapshot_date = ? GROUP BY 1, 2 ORDER BY 1, 2", [snap]):
-        groups[(policy, provider)] = {"policy": policy, "provider": provider, "resources": int(n),
-                                      "non_compliant": int(bad or 0), "non_compliant_cost": {}}
+        "SELECT policy, provider, COUNT(*), SUM(CASE WHEN compliant THEN 0 ELSE 1 END) FROM tag_compliance "
+        "WHERE snapshot_date = ? GROUP BY 1, 2 ORDER BY 1, 2",
+        [snap],
+    ):
+        groups[(policy, provider)] = {
+            "policy": policy,
+            "provider": provider,
+            "resources": int(n),
+            "non_compliant": int(bad or 0),
+            "non_compliant_cost": {},
+        }
     has_costs = r.has("focus_costs")
     nc = "SELECT DISTINCT resource_id FROM tag_compliance WHERE snapshot_date = ? AND compliant = FALSE"
     cost_cte, cost_args = "", []
     totals: dict[str, Decimal] = defaultdict(Decimal)
     if has_costs:
         src, src_params = _resource_costs(r, period, "amortised", tag_keys)
-        cost_cte = (f"SELECT resource_id, billing_currency AS cur, SUM(cost) AS cost FROM ({src}) rc "
-                    f"WHERE resource_id IN ({nc}) GROUP BY 1, 2")
+        cost_cte = (
+            f"SELECT resource_id, billing_currency AS cur, SUM(cost) AS cost FROM ({src}) rc "
+            f"WHERE resource_id IN ({nc}) GROUP BY 1, 2"
+        )
         cost_args = [*src_params, snap]
         for policy, provider, cur, cost in r.query(
-                f"""WITH c AS ({cost_cte})
+            f"""WITH c AS ({cost_cte})
                     SELECT t.policy, t.provider, c.cur, SUM(c.cost) FROM tag_compliance t
                       JOIN c ON c.resource_id = t.resource_id
                      WHERE t.snapshot_date = ? AND t.compliant = FALSE GROUP BY 1, 2, 3 ORDER BY 1, 2, 3""",
-                [*cost_args, snap]):
+            [*cost_args, snap],
+        ):
             groups[(policy, provider)]["non_compliant_cost"][cur] = money(cost)
-        for cur, cost in r.query(f"WITH c AS ({cost_cte}) SELECT cur, SUM(cost) FROM c GROUP BY 1 ORDER BY 1",
-                                 cost_args):
+        for cur, cost in r.query(
+            f"WITH c AS ({cost_cte}) SELECT cur, SUM(cost) FROM c GROUP BY 1 ORDER BY 1", cost_args
+        ):
             totals[cur] = Decimal(cost)
-    cols = ("policy", "provider", "account", "region", "resource_id", "resource_name", "team", "missing_tags",
-            "invalid_tags")
-    total = r.query("SELECT COUNT(*) FROM tag_compliance WHERE snapshot_date = ? AND compliant = FALSE",
-                    [snap])[0][0]
+    cols = (
+        "policy",
+        "provider",
+        "account",
+        "region",
+        "resource_id",
+        "resource_name",
+        "team",
+        "missing_tags",
+        "invalid_tags",
+    )
+    total = r.query(
+        "SELECT COUNT(*) FROM tag_compliance WHERE snapshot_date = ? AND compliant = FALSE", [snap]
+    )[0][0]
     tcols = ", ".join("t." + c for c in cols)
     if has_costs:
         # a resource billed in two currencies (rare) is listed once, under its first currency code
@@ -435,19 +586,31 @@ def tag_compliance(r: Reader, *, day: date | None, tag_keys: list[str], page: Pa
                   FROM tag_compliance t LEFT JOIN c1 ON c1.resource_id = t.resource_id
                  WHERE t.snapshot_date = ? AND t.compliant = FALSE
                  ORDER BY c1.cost DESC NULLS LAST, t.resource_id, t.policy LIMIT ? OFFSET ?""",
-            [*cost_args, snap, page.size, page.offset])
+            [*cost_args, snap, page.size, page.offset],
+        )
     else:
-        rows = [(*row, None, None) for row in r.query(
-            f"SELECT {tcols} FROM tag_compliance t WHERE t.snapshot_date = ? AND t.compliant = FALSE "
-            "ORDER BY t.resource_id, t.policy LIMIT ? OFFSET ?", [snap, page.size, page.offset])]
+        rows = [
+            (*row, None, None)
+            for row in r.query(
+                f"SELECT {tcols} FROM tag_compliance t WHERE t.snapshot_date = ? AND t.compliant = FALSE "
+                "ORDER BY t.resource_id, t.policy LIMIT ? OFFSET ?",
+                [snap, page.size, page.offset],
+            )
+        ]
     items = []
     for row in rows:
         d = dict(zip(cols, row[:-2], strict=True))
         d["missing_tags"], d["invalid_tags"] = _json(d["missing_tags"]), _json(d["invalid_tags"])
         d["currency"], d["cost"] = row[-2], money(row[-1])
         items.append(d)
-    return page.wrap(items, total, snapshot_date=snap.isoformat(), billing_period=period,
-                     summary=list(groups.values()), non_compliant_cost={c: money(v) for c, v in totals.items()})
+    return page.wrap(
+        items,
+        total,
+        snapshot_date=snap.isoformat(),
+        billing_period=period,
+        summary=list(groups.values()),
+        non_compliant_cost={c: money(v) for c, v in totals.items()},
+    )
 
 
 # -- GPU price-performance -------------------------------------------------------------------
@@ -494,22 +657,42 @@ def cheapest(r: Reader, job: Any, limit: int = 20, currency: str = "USD") -> dic
     offers = pricing.offers_for(measured, [p for p in prices if p.currency == currency])
     if not offers:
         other = [c for c in currencies if c != currency]
-        return empty(f"no benchmarked instance type has a price in {currency} yet"
-                     + (f" (prices exist in {', '.join(other)})" if other else ""),
-                     currency=currency, currencies=currencies)
+        return empty(
+            f"no benchmarked instance type has a price in {currency} yet"
+            + (f" (prices exist in {', '.join(other)})" if other else ""),
+            currency=currency,
+            currencies=currencies,
+        )
     from finops.prices.queries import offered_places  # a type a region does not offer is never proposed
 
     offered = offered_places(r.warehouse) if r.has("instance_availability") else None
     ranked = pricing.cheapest_place_to_run(job, offers, offered)[:limit]
-    items = [{"provider": x.offer.provider, "region": x.offer.region, "instance_type": x.offer.instance_type,
-              "pricing_model": x.offer.pricing_model, "gpu_model": x.offer.gpu_model,
-              "gpu_count": x.offer.gpu_count, "price_per_hour": x.offer.price_per_hour, "currency": currency,
-              "feasible": x.feasible,
-              "expected_cost": None if x.expected_cost is None else round(x.expected_cost, 4),
-              "expected_hours": None if x.expected_hours is None else round(x.expected_hours, 4),
-              "expected_interruptions": round(x.expected_interruptions, 3),
-              "overhead_fraction": round(x.overhead_fraction, 4), "note": x.note} for x in ranked]
-    return {"empty": False, "items": items, "offers": len(offers), "currency": currency, "currencies": currencies}
+    items = [
+        {
+            "provider": x.offer.provider,
+            "region": x.offer.region,
+            "instance_type": x.offer.instance_type,
+            "pricing_model": x.offer.pricing_model,
+            "gpu_model": x.offer.gpu_model,
+            "gpu_count": x.offer.gpu_count,
+            "price_per_hour": x.offer.price_per_hour,
+            "currency": currency,
+            "feasible": x.feasible,
+            "expected_cost": None if x.expected_cost is None else round(x.expected_cost, 4),
+            "expected_hours": None if x.expected_hours is None else round(x.expected_hours, 4),
+            "expected_interruptions": round(x.expected_interruptions, 3),
+            "overhead_fraction": round(x.overhead_fraction, 4),
+            "note": x.note,
+        }
+        for x in ranked
+    ]
+    return {
+        "empty": False,
+        "items": items,
+        "offers": len(offers),
+        "currency": currency,
+        "currencies": currencies,
+    }
 
 
 def catalog_drift(r: Reader) -> dict[str, Any]:
@@ -519,8 +702,15 @@ def catalog_drift(r: Reader) -> dict[str, Any]:
         return empty("table instance_catalog does not exist yet")
     from finops.prices.queries import catalog_drift as drift
 
-    items = [{"provider": d.provider, "instance_type": d.instance_type, "gpu_name": d.gpu_name,
-              "gpu_count": d.gpu_count, "source": d.source, "updated_at": d.updated_at}
-             for d in drift(r.warehouse)]
+    items = [
+        {
+            "provider": d.provider,
+            "instance_type": d.instance_type,
+            "gpu_name": d.gpu_name,
+            "gpu_count": d.gpu_count,
+            "source": d.source,
+            "updated_at": d.updated_at,
+        }
+        for d in drift(r.warehouse)
+    ]
     return {"empty": False, "items": items}
-

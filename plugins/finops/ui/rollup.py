@@ -68,23 +68,47 @@ def team_expr(dialect: str, keys: list[str]) -> tuple[str, list[str]]:
 
 def _resource_sql(dialect: str, keys: list[str], source: str, period: str) -> tuple[str, list[str]]:
     team, params = team_expr(dialect, keys)
-    return (f"""SELECT x_source, x_billing_period, provider_name, resource_id, MIN(resource_name),
+    return (
+        f"""SELECT x_source, x_billing_period, provider_name, resource_id, MIN(resource_name),
                        MIN(service_name), team, billing_currency,
                        COALESCE(SUM(billed_cost), 0), COALESCE(SUM(effective_cost), 0)
                   FROM (SELECT x_source, x_billing_period, provider_name, resource_id, resource_name, service_name,
                                {team} AS team, billing_currency, billed_cost, effective_cost
                           FROM focus_costs WHERE x_source = ? AND x_billing_period = ?) f
                  GROUP BY x_source, x_billing_period, provider_name, resource_id, team, billing_currency""",
-            [*params, source, period])
+        [*params, source, period],
+    )
 
 
-DAILY_COLUMNS = ("day", "x_source", "x_billing_period", "provider_name", "service_name", "service_category",
-                 "billing_currency", "billed_cost", "effective_cost", "row_count")
-RESOURCE_COLUMNS = ("x_source", "x_billing_period", "provider_name", "resource_id", "resource_name", "service_name",
-                    "team", "billing_currency", "billed_cost", "effective_cost")
+DAILY_COLUMNS = (
+    "day",
+    "x_source",
+    "x_billing_period",
+    "provider_name",
+    "service_name",
+    "service_category",
+    "billing_currency",
+    "billed_cost",
+    "effective_cost",
+    "row_count",
+)
+RESOURCE_COLUMNS = (
+    "x_source",
+    "x_billing_period",
+    "provider_name",
+    "resource_id",
+    "resource_name",
+    "service_name",
+    "team",
+    "billing_currency",
+    "billed_cost",
+    "effective_cost",
+)
 
 
-def _from_parquet(files: Sequence[Path], keys: list[str], source: str, period: str) -> tuple[pa.Table, pa.Table]:
+def _from_parquet(
+    files: Sequence[Path], keys: list[str], source: str, period: str
+) -> tuple[pa.Table, pa.Table]:
     """Both rollups of a partition computed by DuckDB from the FOCUS parquet the load just
     copied in: the very queries the warehouse would run (DuckDB dialect), over a view named
     focus_costs. Why: on PostgreSQL the two queries re-read the whole partition, 54-84 s for a
@@ -127,22 +151,30 @@ def refresh_partition(
     with wh.partition_lock("ui_rollups", {"x_source": source, "x_billing_period": period}):
         wh.execute("BEGIN")
         try:
-            wh.execute("DELETE FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?", [source, period])
+            wh.execute(
+                "DELETE FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?", [source, period]
+            )
             if computed:
                 wh.insert_arrow("ui_cost_daily", computed[0])
             else:
                 wh.execute(f"INSERT INTO ui_cost_daily {_AGG}", [source, period])
             if wh.table_exists("ui_resource_monthly"):
-                wh.execute("DELETE FROM ui_resource_monthly WHERE x_source = ? AND x_billing_period = ?",
-                           [source, period])
+                wh.execute(
+                    "DELETE FROM ui_resource_monthly WHERE x_source = ? AND x_billing_period = ?",
+                    [source, period],
+                )
                 if computed:
                     wh.insert_arrow("ui_resource_monthly", computed[1])
                 else:
                     sql, params = _resource_sql(wh.dialect, keys, source, period)
                     wh.execute(f"INSERT INTO ui_resource_monthly {sql}", params)
-            n = wh.query("SELECT COUNT(*) FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?",
-                         [source, period])[0][0]
-            wh.execute("DELETE FROM ui_rollup_state WHERE x_source = ? AND x_billing_period = ?", [source, period])
+            n = wh.query(
+                "SELECT COUNT(*) FROM ui_cost_daily WHERE x_source = ? AND x_billing_period = ?",
+                [source, period],
+            )[0][0]
+            wh.execute(
+                "DELETE FROM ui_rollup_state WHERE x_source = ? AND x_billing_period = ?", [source, period]
+            )
             wh.execute(
                 "INSERT INTO ui_rollup_state (x_source, x_billing_period, loaded_at, refreshed_at, row_count) "
                 "VALUES (?, ?, ?, ?, ?)",

@@ -21,12 +21,17 @@ from finops.ui.quarantine_docs import router as quarantine_docs_router
 
 STATIC = Path(__file__).parent / "static"
 
-_MEDIA = {".js": "text/javascript", ".css": "text/css", ".html": "text/html", ".md": "text/plain",
-          ".svg": "image/svg+xml"}
+_MEDIA = {
+    ".js": "text/javascript",
+    ".css": "text/css",
+    ".html": "text/html",
+    ".md": "text/plain",
+    ".svg": "image/svg+xml",
+}
 _SECURITY_HEADERS = {
     # Same-origin only: the Airflow UI shows the page in an iframe of the same origin.
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self'; "
-                               "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",
+    "script-src 'self'; connect-src 'self'; frame-ancestors 'self'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
@@ -34,8 +39,14 @@ _SECURITY_HEADERS = {
 
 
 def create_app() -> FastAPI:
-    app = FastAPI(title="FinOps", description="FinOps view of the airflow-finops warehouse (read-only)",
-                  dependencies=[Depends(require_access)], docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="FinOps",
+        description="FinOps view of the airflow-finops warehouse (read-only)",
+        dependencies=[Depends(require_access)],
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+    )
 
     @app.exception_handler(LoginRedirect)
     async def _login(request: Request, exc: LoginRedirect) -> RedirectResponse:
@@ -44,10 +55,12 @@ def create_app() -> FastAPI:
     @app.middleware("http")
     async def _headers(request: Request, call_next: Any) -> Any:
         # one write: feedback on an anomaly (finops.ui.feedback_api checks origin and permission)
-        if request.method not in ("GET", "HEAD") and not (request.method == "POST"
-                                                           and WRITE_PATHS.search(request.url.path)):
-            return JSONResponse({"detail": "the FinOps view is read-only"}, status_code=405,
-                                headers={"Allow": "GET, HEAD"})
+        if request.method not in ("GET", "HEAD") and not (
+            request.method == "POST" and WRITE_PATHS.search(request.url.path)
+        ):
+            return JSONResponse(
+                {"detail": "the FinOps view is read-only"}, status_code=405, headers={"Allow": "GET, HEAD"}
+            )
         response = await call_next(request)
         for k, v in _SECURITY_HEADERS.items():
             response.headers.setdefault(k, v)
@@ -84,5 +97,3 @@ def create_app() -> FastAPI:
     app.include_router(quarantine_docs_router)
     harden(app)  # 503s without host details, HEAD as GET without a body
     return app
-
-

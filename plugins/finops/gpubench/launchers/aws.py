@@ -55,7 +55,10 @@ class AwsLauncher:
             "ClientToken": spec.bench_run_id,
             "UserData": spec.user_data,  # boto3 base64-encodes it
             "InstanceInitiatedShutdownBehavior": "terminate",
-            "TagSpecifications": [{"ResourceType": "instance", "Tags": tags}, {"ResourceType": "volume", "Tags": tags}],
+            "TagSpecifications": [
+                {"ResourceType": "instance", "Tags": tags},
+                {"ResourceType": "volume", "Tags": tags},
+            ],
             "MetadataOptions": {"HttpTokens": "required", "HttpEndpoint": "enabled"},
         }
         if t.subnet_id:
@@ -78,15 +81,20 @@ class AwsLauncher:
             log.info("bench run %s already has %s: not launching again", spec.bench_run_id, mine)
             return mine
         if len(alive) >= self.max_running:
-            raise CapReached(f"{len(alive)} benchmark instances alive in {spec.region} (cap {self.max_running})")
+            raise CapReached(
+                f"{len(alive)} benchmark instances alive in {spec.region} (cap {self.max_running})"
+            )
         try:
             params = self.params(spec)
             resp = self.client.run_instances(**params)
             if all(i.get("State", {}).get("Name") not in USABLE for i in resp["Instances"]):
                 # the token answered with an ended attempt's instance: one fresh launch
                 ended = [i["InstanceId"] for i in resp["Instances"]]
-                log.warning("bench run %s: ClientToken returned ended instance(s) %s; launching anew",
-                            spec.bench_run_id, ended)
+                log.warning(
+                    "bench run %s: ClientToken returned ended instance(s) %s; launching anew",
+                    spec.bench_run_id,
+                    ended,
+                )
                 params["ClientToken"] = f"{spec.bench_run_id}-{uuid.uuid4().hex[:12]}"
                 resp = self.client.run_instances(**params)
             ids = [i["InstanceId"] for i in resp["Instances"]]
@@ -96,8 +104,10 @@ class AwsLauncher:
             raise launch_failed(self, spec, e, "run_instances") from e
 
     def find(self, bench_run_id: str | None = None) -> list[Instance]:
-        filters = [{"Name": f"tag:{TAG_BENCH}", "Values": ["true"]},
-                   {"Name": "instance-state-name", "Values": ALIVE}]
+        filters = [
+            {"Name": f"tag:{TAG_BENCH}", "Values": ["true"]},
+            {"Name": "instance-state-name", "Values": ALIVE},
+        ]
         if bench_run_id:
             filters.append({"Name": f"tag:{TAG_RUN}", "Values": [bench_run_id]})
         out = []
@@ -105,8 +115,17 @@ class AwsLauncher:
             for res in page["Reservations"]:
                 for i in res["Instances"]:
                     tags = {t["Key"]: t["Value"] for t in i.get("Tags", [])}
-                    out.append(Instance("aws", self.target.region, i["InstanceId"], i["State"]["Name"],
-                                        tags.get(TAG_RUN), parse_iso(tags.get(TAG_EXPIRES)), tags))
+                    out.append(
+                        Instance(
+                            "aws",
+                            self.target.region,
+                            i["InstanceId"],
+                            i["State"]["Name"],
+                            tags.get(TAG_RUN),
+                            parse_iso(tags.get(TAG_EXPIRES)),
+                            tags,
+                        )
+                    )
         return out
 
     def terminate(self, instance_ids: list[str]) -> None:

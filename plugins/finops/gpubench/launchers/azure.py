@@ -47,13 +47,17 @@ class AzureLauncher:
 
         # service principal, managed or workload identity: AzureBaseHook.get_credential()
         token = connections.azure_token(conn_id)
-        return cls(RestClient(DEFAULT_BASE, token, session=connections.http_session(conn_id)), target, max_running)
+        return cls(
+            RestClient(DEFAULT_BASE, token, session=connections.http_session(conn_id)), target, max_running
+        )
 
     @property
     def _vms(self) -> str:
         t = self.target
-        return (f"/subscriptions/{t.subscription_id}/resourceGroups/{t.resource_group}"
-                "/providers/Microsoft.Compute/virtualMachines")
+        return (
+            f"/subscriptions/{t.subscription_id}/resourceGroups/{t.resource_group}"
+            "/providers/Microsoft.Compute/virtualMachines"
+        )
 
     def body(self, spec: LaunchSpec) -> dict[str, Any]:
         t = self.target
@@ -62,19 +66,39 @@ class AzureLauncher:
             "hardwareProfile": {"vmSize": spec.instance_type},
             "storageProfile": {
                 "imageReference": dict(t.image_reference),
-                "osDisk": {"createOption": "FromImage", "deleteOption": "Delete", "diskSizeGB": t.root_volume_gib},
+                "osDisk": {
+                    "createOption": "FromImage",
+                    "deleteOption": "Delete",
+                    "diskSizeGB": t.root_volume_gib,
+                },
             },
             "osProfile": {
-                "computerName": name[:64], "adminUsername": "finops",
+                "computerName": name[:64],
+                "adminUsername": "finops",
                 "customData": base64.b64encode(spec.user_data.encode()).decode(),
-                "linuxConfiguration": {"disablePasswordAuthentication": True, "ssh": {"publicKeys": [
-                    {"path": "/home/finops/.ssh/authorized_keys", "keyData": t.ssh_public_key or ""}]}},
+                "linuxConfiguration": {
+                    "disablePasswordAuthentication": True,
+                    "ssh": {
+                        "publicKeys": [
+                            {"path": "/home/finops/.ssh/authorized_keys", "keyData": t.ssh_public_key or ""}
+                        ]
+                    },
+                },
             },
             "networkProfile": {
                 "networkApiVersion": "2020-11-01",
-                "networkInterfaceConfigurations": [{"name": f"{name}-nic", "properties": {
-                    "primary": True, "deleteOption": "Delete",
-                    "ipConfigurations": [{"name": "ipconfig1", "properties": {"subnet": {"id": t.subnet_id}}}]}}],
+                "networkInterfaceConfigurations": [
+                    {
+                        "name": f"{name}-nic",
+                        "properties": {
+                            "primary": True,
+                            "deleteOption": "Delete",
+                            "ipConfigurations": [
+                                {"name": "ipconfig1", "properties": {"subnet": {"id": t.subnet_id}}}
+                            ],
+                        },
+                    }
+                ],
             },
         }
         if spec.pricing_model == "spot":
@@ -96,7 +120,9 @@ class AzureLauncher:
             raise CapReached(f"{len(alive)} Azure benchmark VMs alive (cap {self.max_running})")
         name = NAME_PREFIX + spec.bench_run_id
         try:
-            self.api.call("PUT", f"{self._vms}/{name}", params={"api-version": API_VERSION}, json=self.body(spec))
+            self.api.call(
+                "PUT", f"{self._vms}/{name}", params={"api-version": API_VERSION}, json=self.body(spec)
+            )
             return [name]
         except Exception as e:
             raise launch_failed(self, spec, e, "Azure VM create") from e
@@ -114,16 +140,28 @@ class AzureLauncher:
                 state = (vm.get("properties") or {}).get("provisioningState", "")
                 if state == "Deleting":
                     state = "terminating"
-                out.append(Instance("azure", vm.get("location", ""), vm["name"], state, tags.get(TAG_RUN),
-                                    parse_iso(tags.get(TAG_EXPIRES)), tags))
+                out.append(
+                    Instance(
+                        "azure",
+                        vm.get("location", ""),
+                        vm["name"],
+                        state,
+                        tags.get(TAG_RUN),
+                        parse_iso(tags.get(TAG_EXPIRES)),
+                        tags,
+                    )
+                )
             url, params = page.get("nextLink"), None  # nextLink carries its own query
         return out
 
     def terminate(self, instance_ids: list[str]) -> None:
         for name in instance_ids:
             try:
-                self.api.call("DELETE", f"{self._vms}/{name}",
-                              params={"api-version": API_VERSION, "forceDeletion": "true"})
+                self.api.call(
+                    "DELETE",
+                    f"{self._vms}/{name}",
+                    params={"api-version": API_VERSION, "forceDeletion": "true"},
+                )
             except ApiError as e:
                 if e.status != 404:
                     raise

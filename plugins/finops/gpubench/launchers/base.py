@@ -34,8 +34,13 @@ class LaunchError(CloudActionError, RuntimeError):
     """Launching failed; `cleaned` says whether instances it may have created were terminated,
     `found` lists those the cleanup found and `terminated` those it asked the cloud to end (audited)."""
 
-    def __init__(self, msg: str, cleaned: bool = True, found: list[str] | None = None,
-                 terminated: list[str] | None = None):
+    def __init__(
+        self,
+        msg: str,
+        cleaned: bool = True,
+        found: list[str] | None = None,
+        terminated: list[str] | None = None,
+    ):
         super().__init__(msg)
         self.cleaned = cleaned
         self.found = list(found or [])
@@ -142,5 +147,6 @@ def launch_failed(launcher: Launcher, spec: LaunchSpec, error: BaseException, wh
     except Exception as ce:  # noqa: BLE001 - report both; teardown retries the cleanup
         log.error("cleanup after failed %s for %s failed: %s", what, spec.bench_run_id, ce)
         cleaned = False
-    return LaunchError(f"{what} for {spec.bench_run_id} failed: {error}", cleaned=cleaned, found=left,
-                       terminated=terminated)
+    return LaunchError(
+        f"{what} for {spec.bench_run_id} failed: {error}", cleaned=cleaned, found=left, terminated=terminated
+    )

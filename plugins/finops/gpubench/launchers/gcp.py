@@ -26,7 +26,12 @@ from finops.gpubench.settings import Target
 
 log = logging.getLogger(__name__)
 DEFAULT_BASE = "https://compute.googleapis.com/compute/v1"
-L_BENCH, L_RUN, L_DAG, L_EXPIRES = "finops-benchmark", "finops-bench-run-id", "finops-dag-id", "finops-expires-at"
+L_BENCH, L_RUN, L_DAG, L_EXPIRES = (
+    "finops-benchmark",
+    "finops-bench-run-id",
+    "finops-dag-id",
+    "finops-expires-at",
+)
 
 
 def label_value(v: str) -> str:
@@ -47,7 +52,9 @@ class GcpLauncher:
         from finops import connections
 
         token = connections.gcp_token(conn_id)
-        return cls(RestClient(DEFAULT_BASE, token, session=connections.http_session(conn_id)), target, max_running)
+        return cls(
+            RestClient(DEFAULT_BASE, token, session=connections.http_session(conn_id)), target, max_running
+        )
 
     @property
     def _project(self) -> str:
@@ -56,16 +63,33 @@ class GcpLauncher:
     def body(self, spec: LaunchSpec) -> dict[str, Any]:
         t = self.target
         zone = t.zone
-        labels = {L_BENCH: "true", L_RUN: spec.bench_run_id, L_DAG: label_value(spec.dag_id),
-                  L_EXPIRES: str(int(spec.expires_at.timestamp()))}
+        labels = {
+            L_BENCH: "true",
+            L_RUN: spec.bench_run_id,
+            L_DAG: label_value(spec.dag_id),
+            L_EXPIRES: str(int(spec.expires_at.timestamp())),
+        }
         body: dict[str, Any] = {
             "name": NAME_PREFIX + spec.bench_run_id,
             "machineType": f"zones/{zone}/machineTypes/{spec.instance_type}",
             "labels": labels,
-            "disks": [{"boot": True, "autoDelete": True, "initializeParams": {
-                "sourceImage": t.image, "diskSizeGb": str(t.root_volume_gib), "labels": labels}}],
-            "networkInterfaces": [{"network": "global/networks/default",
-                                   "accessConfigs": [{"type": "ONE_TO_ONE_NAT", "name": "External NAT"}]}],
+            "disks": [
+                {
+                    "boot": True,
+                    "autoDelete": True,
+                    "initializeParams": {
+                        "sourceImage": t.image,
+                        "diskSizeGb": str(t.root_volume_gib),
+                        "labels": labels,
+                    },
+                }
+            ],
+            "networkInterfaces": [
+                {
+                    "network": "global/networks/default",
+                    "accessConfigs": [{"type": "ONE_TO_ONE_NAT", "name": "External NAT"}],
+                }
+            ],
             "metadata": {"items": [{"key": "startup-script", "value": spec.user_data}]},
             "scheduling": {
                 "provisioningModel": "SPOT" if spec.pricing_model == "spot" else "STANDARD",
@@ -76,11 +100,19 @@ class GcpLauncher:
             },
         }
         if t.accelerator_type:
-            body["guestAccelerators"] = [{"acceleratorType": f"zones/{zone}/acceleratorTypes/{t.accelerator_type}",
-                                          "acceleratorCount": t.gpu_count}]
+            body["guestAccelerators"] = [
+                {
+                    "acceleratorType": f"zones/{zone}/acceleratorTypes/{t.accelerator_type}",
+                    "acceleratorCount": t.gpu_count,
+                }
+            ]
         if t.service_account:
-            body["serviceAccounts"] = [{"email": t.service_account,
-                                        "scopes": ["https://www.googleapis.com/auth/devstorage.read_write"]}]
+            body["serviceAccounts"] = [
+                {
+                    "email": t.service_account,
+                    "scopes": ["https://www.googleapis.com/auth/devstorage.read_write"],
+                }
+            ]
         return body
 
     def launch(self, spec: LaunchSpec) -> list[str]:
@@ -92,8 +124,12 @@ class GcpLauncher:
             raise CapReached(f"{len(alive)} GCP benchmark instances alive (cap {self.max_running})")
         request_id = str(uuid.uuid5(uuid.NAMESPACE_URL, f"finops-bench/{spec.bench_run_id}"))
         try:
-            self.api.call("POST", f"{self._project}/zones/{self.target.zone}/instances",
-                          params={"requestId": request_id}, json=self.body(spec))  # requestId: retry-safe
+            self.api.call(
+                "POST",
+                f"{self._project}/zones/{self.target.zone}/instances",
+                params={"requestId": request_id},
+                json=self.body(spec),
+            )  # requestId: retry-safe
             return [f"{self.target.zone}/{NAME_PREFIX}{spec.bench_run_id}"]
         except Exception as e:
             raise launch_failed(self, spec, e, "GCP insert") from e
@@ -114,9 +150,17 @@ class GcpLauncher:
                     labels = i.get("labels", {})
                     zone = scope.split("/", 1)[-1]
                     exp = labels.get(L_EXPIRES)
-                    out.append(Instance("gcp", zone, f"{zone}/{i['name']}", i.get("status", ""), labels.get(L_RUN),
-                                        datetime.fromtimestamp(int(exp), UTC) if exp and exp.isdigit() else None,
-                                        labels))
+                    out.append(
+                        Instance(
+                            "gcp",
+                            zone,
+                            f"{zone}/{i['name']}",
+                            i.get("status", ""),
+                            labels.get(L_RUN),
+                            datetime.fromtimestamp(int(exp), UTC) if exp and exp.isdigit() else None,
+                            labels,
+                        )
+                    )
             token = page.get("nextPageToken")
             if not token:
                 return out

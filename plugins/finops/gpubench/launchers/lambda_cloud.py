@@ -99,4 +99,6 @@ class LambdaLauncher:
     def terminate(self, instance_ids: list[str]) -> None:
         if instance_ids:
             # terminating twice is harmless, so retrying on 5xx is safe
-            self.api.call("POST", "/api/v1/instance-operations/terminate", json={"instance_ids": list(instance_ids)})
+            self.api.call(
+                "POST", "/api/v1/instance-operations/terminate", json={"instance_ids": list(instance_ids)}
+            )

@@ -28,12 +28,34 @@ class RestClient(HttpClient):
     error = ApiError
     retryable_error = ApiError
 
-    def __init__(self, base_url: str, token: TokenProvider | str | None, *, max_attempts: int = 5,
-                 backoff_s: float = 1.0, max_wait_s: float = 60.0, sleep: Callable[[float], None] = time.sleep,
-                 timeout_s: float = 30.0, session: requests.Session | None = None):
-        super().__init__(base_url, token=token, sleep=sleep, user_agent="airflow-finops-bench/0.1", session=session,
-                         settings=RetrySettings(max_attempts, backoff_s, max_wait_s, max_wait_s, timeout_s))
+    def __init__(
+        self,
+        base_url: str,
+        token: TokenProvider | str | None,
+        *,
+        max_attempts: int = 5,
+        backoff_s: float = 1.0,
+        max_wait_s: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+        timeout_s: float = 30.0,
+        session: requests.Session | None = None,
+    ):
+        super().__init__(
+            base_url,
+            token=token,
+            sleep=sleep,
+            user_agent="airflow-finops-bench/0.1",
+            session=session,
+            settings=RetrySettings(max_attempts, backoff_s, max_wait_s, max_wait_s, timeout_s),
+        )
 
-    def call(self, method: str, path: str, *, json: Any = None, params: dict[str, Any] | None = None,
-             idempotent: bool = True) -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        idempotent: bool = True,
+    ) -> Any:
         return self.request(method, path, json=json, params=params, idempotent=idempotent)

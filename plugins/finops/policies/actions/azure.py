@@ -20,8 +20,10 @@ class AzureActions:
 
     def _tags(self, r: Resource, operation: str, tags: dict[str, str]) -> None:
         self.arm.request(
-            "PATCH", f"{r.resource_id}/providers/Microsoft.Resources/tags/default",
-            params={"api-version": TAGS_API}, json={"operation": operation, "properties": {"tags": tags}},
+            "PATCH",
+            f"{r.resource_id}/providers/Microsoft.Resources/tags/default",
+            params={"api-version": TAGS_API},
+            json={"operation": operation, "properties": {"tags": tags}},
             idempotent=False,
         )
 
@@ -40,5 +42,7 @@ class AzureActions:
     def stop(self, resource: Resource, dry_run: bool) -> str:
         if dry_run:
             return "dry_run: would deallocate"
-        self.arm.post(f"{resource.resource_id}/deallocate", params={"api-version": COMPUTE_API}, idempotent=False)
+        self.arm.post(
+            f"{resource.resource_id}/deallocate", params={"api-version": COMPUTE_API}, idempotent=False
+        )
         return "deallocated: requested"

@@ -24,7 +24,8 @@ class GcpActions:
     def _set_labels(self, r: Resource, labels: dict[str, str]) -> None:
         inst = self.inv.raw(r.resource_id)
         self.inv.compute.post(
-            f"{self._base(r)}/setLabels", json={"labels": labels, "labelFingerprint": inst.get("labelFingerprint", "")},
+            f"{self._base(r)}/setLabels",
+            json={"labels": labels, "labelFingerprint": inst.get("labelFingerprint", "")},
             idempotent=False,
         )
 

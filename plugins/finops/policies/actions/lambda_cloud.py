@@ -28,7 +28,10 @@ class LambdaActions:
             return "refused: terminate not opted in"
         if dry_run:
             return "dry_run: would terminate"
-        body = self.api.post("api/v1/instance-operations/terminate", json={"instance_ids": [resource.resource_id]},
-                             idempotent=False)
+        body = self.api.post(
+            "api/v1/instance-operations/terminate",
+            json={"instance_ids": [resource.resource_id]},
+            idempotent=False,
+        )
         gone = [i.get("id") for i in (body.get("data") or {}).get("terminated_instances", [])]
         return "terminated" if resource.resource_id in gone else f"terminate requested: {gone}"

@@ -24,8 +24,14 @@ ARM = "https://management.azure.com"
 COMPUTE_API = "2024-07-01"
 MONITOR_API = "2023-10-01"
 DEFINITIONS_API = "2018-01-01"
-_POWER = {"PowerState/running": "running", "PowerState/deallocated": "stopped", "PowerState/stopped": "stopped",
-          "PowerState/deallocating": "stopping", "PowerState/stopping": "stopping", "PowerState/starting": "pending"}
+_POWER = {
+    "PowerState/running": "running",
+    "PowerState/deallocated": "stopped",
+    "PowerState/stopped": "stopped",
+    "PowerState/deallocating": "stopping",
+    "PowerState/stopping": "stopping",
+    "PowerState/starting": "pending",
+}
 
 
 def _ts(v: str) -> datetime:
@@ -61,8 +67,14 @@ def to_resource(vm: dict[str, Any], subscription: str) -> Resource:
 class AzureInventory:
     provider = "azure"
 
-    def __init__(self, subscription: str, token: TokenProvider | None = None, base_url: str = ARM,
-                 gpu_metric_namespace: str | None = None, session: requests.Session | None = None):
+    def __init__(
+        self,
+        subscription: str,
+        token: TokenProvider | None = None,
+        base_url: str = ARM,
+        gpu_metric_namespace: str | None = None,
+        session: requests.Session | None = None,
+    ):
         self.subscription = subscription
         self.arm = RestClient(base_url, token, session=session)
         self.gpu_ns = gpu_metric_namespace
@@ -84,7 +96,9 @@ class AzureInventory:
 
     def refresh(self, resource: Resource) -> Resource | None:
         try:
-            vm = self.arm.get(resource.resource_id, params={"api-version": COMPUTE_API, "$expand": "instanceView"})
+            vm = self.arm.get(
+                resource.resource_id, params={"api-version": COMPUTE_API, "$expand": "instanceView"}
+            )
         except RestError as e:
             if e.status == 404:
                 return None
@@ -98,7 +112,9 @@ class AzureInventory:
         if namespace:
             params["metricnamespace"] = namespace
         try:
-            body = self.arm.get(f"{resource.resource_id}/providers/Microsoft.Insights/metricDefinitions", params=params)
+            body = self.arm.get(
+                f"{resource.resource_id}/providers/Microsoft.Insights/metricDefinitions", params=params
+            )
         except RestError as e:
             if e.status == 404:
                 return []
@@ -108,8 +124,16 @@ class AzureInventory:
                 return [str(x["value"]) for x in d.get("dimensions", []) or [] if x.get("value")]
         return []
 
-    def _metric(self, resource: Resource, name: str, namespace: str | None, start: datetime, end: datetime,
-                period_min: int, split: list[str] | None = None) -> list[dict]:
+    def _metric(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None,
+        start: datetime,
+        end: datetime,
+        period_min: int,
+        split: list[str] | None = None,
+    ) -> list[dict]:
         params = {
             "api-version": MONITOR_API,
             "metricnames": name,
@@ -127,8 +151,11 @@ class AzureInventory:
 
     @staticmethod
     def _points(ts: dict) -> list[tuple[datetime, float]]:
-        return sorted((_ts(p["timeStamp"]), float(p["average"])) for p in ts.get("data", []) or []
-                      if p.get("average") is not None)
+        return sorted(
+            (_ts(p["timeStamp"]), float(p["average"]))
+            for p in ts.get("data", []) or []
+            if p.get("average") is not None
+        )
 
     def series(self, resource: Resource, policy: Policy, start: datetime, end: datetime) -> list[Series]:
         assert policy.idle is not None
@@ -138,7 +165,9 @@ class AzureInventory:
         split = self._dimensions(resource, gpu_metric, self.gpu_ns)
         for metric in self._metric(resource, gpu_metric, self.gpu_ns, start, end, pm, split):
             for ts in metric.get("timeseries", []) or []:
-                meta = ",".join(f"{m['name']['value']}={m['value']}" for m in ts.get("metadatavalues", []) or [])
+                meta = ",".join(
+                    f"{m['name']['value']}={m['value']}" for m in ts.get("metadatavalues", []) or []
+                )
                 out.append(Series("gpu", self._points(ts), meta or "gpu"))
         if policy.idle.cpu_util_below is not None:
             for metric in self._metric(resource, policy.metrics.azure_cpu_metric, None, start, end, pm):

@@ -19,8 +19,14 @@ if TYPE_CHECKING:
 
 COMPUTE = "https://compute.googleapis.com"
 MONITORING = "https://monitoring.googleapis.com"
-_STATE = {"RUNNING": "running", "TERMINATED": "stopped", "STOPPING": "stopping", "SUSPENDED": "stopped",
-          "PROVISIONING": "pending", "STAGING": "pending"}
+_STATE = {
+    "RUNNING": "running",
+    "TERMINATED": "stopped",
+    "STOPPING": "stopping",
+    "SUSPENDED": "stopped",
+    "PROVISIONING": "pending",
+    "STAGING": "pending",
+}
 
 
 def _ts(v: str) -> datetime:
@@ -51,9 +57,14 @@ def to_resource(inst: dict[str, Any], project: str) -> Resource:
 class GcpInventory:
     provider = "gcp"
 
-    def __init__(self, project: str, token: TokenProvider | None = None,
-                 compute_url: str = COMPUTE, monitoring_url: str = MONITORING,
-                 session: requests.Session | None = None):
+    def __init__(
+        self,
+        project: str,
+        token: TokenProvider | None = None,
+        compute_url: str = COMPUTE,
+        monitoring_url: str = MONITORING,
+        session: requests.Session | None = None,
+    ):
         self.project = project
         self.compute = RestClient(compute_url, token, session=session)
         self.monitoring = RestClient(monitoring_url, token, session=session)
@@ -86,7 +97,9 @@ class GcpInventory:
 
         name = self._raw.get(resource.resource_id, {}).get("name", resource.name)
         try:
-            inst = self.compute.get(f"compute/v1/projects/{self.project}/zones/{resource.region}/instances/{name}")
+            inst = self.compute.get(
+                f"compute/v1/projects/{self.project}/zones/{resource.region}/instances/{name}"
+            )
         except RestError as e:
             if e.status == 404:
                 return None
@@ -94,7 +107,9 @@ class GcpInventory:
         self._raw[str(inst["id"])] = inst
         return to_resource(inst, self.project)
 
-    def _query(self, metric: str, resource: Resource, start: datetime, end: datetime, period_s: int) -> list[dict]:
+    def _query(
+        self, metric: str, resource: Resource, start: datetime, end: datetime, period_s: int
+    ) -> list[dict]:
         params = {
             "filter": f'metric.type = "{metric}" AND resource.labels.instance_id = "{resource.resource_id}"',
             "interval.startTime": start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

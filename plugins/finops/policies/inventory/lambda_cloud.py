@@ -15,14 +15,21 @@ if TYPE_CHECKING:
     import requests
 
 LAMBDA = "https://cloud.lambda.ai"
-_STATE = {"active": "running", "booting": "pending", "unhealthy": "running", "terminating": "stopping",
-          "terminated": "stopped"}
+_STATE = {
+    "active": "running",
+    "booting": "pending",
+    "unhealthy": "running",
+    "terminating": "stopping",
+    "terminated": "stopped",
+}
 
 
 def _tags(raw: Any) -> dict[str, str]:
     if isinstance(raw, dict):
         return {str(k): str(v) for k, v in raw.items()}
-    return {str(t.get("key")): str(t.get("value", "")) for t in raw or [] if isinstance(t, dict) and t.get("key")}
+    return {
+        str(t.get("key")): str(t.get("value", "")) for t in raw or [] if isinstance(t, dict) and t.get("key")
+    }
 
 
 def to_resource(inst: dict[str, Any], account: str) -> Resource:
@@ -45,8 +52,13 @@ def to_resource(inst: dict[str, Any], account: str) -> Resource:
 class LambdaInventory:
     provider = "lambda"
 
-    def __init__(self, account: str = "lambda", token: TokenProvider | None = None, base_url: str = LAMBDA,
-                 session: requests.Session | None = None):
+    def __init__(
+        self,
+        account: str = "lambda",
+        token: TokenProvider | None = None,
+        base_url: str = LAMBDA,
+        session: requests.Session | None = None,
+    ):
         self.account = account
         self.api = RestClient(base_url, token, session=session)
 
