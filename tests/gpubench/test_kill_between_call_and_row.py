@@ -94,6 +94,50 @@ def test_killed_launch_is_recorded_once(bench_ec2, bench_settings, duckdb_wh, aw
         assert [(s, o) for _, s, o, _ in rows] == [("not_attempted", "not_attempted"), ("done", "done")]
 
 
+class FailsAfterCreating:
+    """The real AWS launcher whose create call fails after the instance exists (a timed-out or
+    throttled reply): the shared cleanup path (launch_failed) ends it, and the task dies right
+    after that terminate call, before the launch step records anything more."""
+
+    def __init__(self, inner: AwsLauncher):
+        self.inner = inner
+        self.provider = inner.provider
+
+    def launch(self, spec: Any) -> list[str]:
+        from finops.gpubench.launchers.base import launch_failed
+
+        self.inner.launch(spec)
+        raise launch_failed(self, spec, TimeoutError("read timed out"), "run_instances")
+
+    def find(self, bench_run_id: str | None = None) -> Any:
+        return self.inner.find(bench_run_id)
+
+    def terminate(self, ids: list[str]) -> None:
+        self.inner.terminate(ids)
+        raise Killed("right after the cleanup's terminate call")
+
+
+def test_killed_failed_launch_cleanup_is_recorded_once(
+    bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts
+):
+    client, _ = bench_ec2
+    real = AwsLauncher(client, bench_settings.targets[0], max_running=bench_settings.max_running)
+    targets, _ = lifecycle.plan(bench_settings)
+    prepared = lifecycle.prepare(bench_settings, targets[0], RUN)
+    with pytest.raises(Killed):
+        lifecycle.launch(
+            prepared, bench_settings, FailsAfterCreating(real), dry_run=False, wh=duckdb_wh,
+            presign=make_presign(aws_conn),
+        )  # fmt: skip
+    [ended] = _states(client)
+    # on record before the call, as every termination is
+    assert [(r, s) for r, s, _, _ in _rows(duckdb_wh, "terminate")] == [(ended, "pending")]
+    for _ in range(2):  # teardown's retry settles it; a second teardown adds nothing
+        lifecycle.terminate(prepared, real, dry_run=False, wh=duckdb_wh, poll_s=0.01, sleep=lambda s: None)
+    [(rid, status, outcome, _)] = _rows(duckdb_wh, "terminate")
+    assert (rid, status, outcome) == (ended, "unknown", "unknown")  # ended, by that call or not: unknown
+
+
 @pytest.mark.parametrize("when", ["before", "after"])
 def test_killed_teardown_is_recorded_once(bench_ec2, bench_settings, duckdb_wh, aws_conn, bench_alerts, when):
     client, _ = bench_ec2

@@ -212,6 +212,24 @@ def launch(
         return out.as_dict()
     if launcher is None:
         raise ValueError("launch without dry-run needs a launcher")
+    cleanup_rows: dict[str, str] = {}  # instance id -> the pending row of its cleanup terminate
+
+    def before_cleanup(ids: list[str]) -> None:
+        """A failed call created instances the launcher is about to end: each termination is on
+        record (pending) before the call, like every other, so a kill right after it leaves a row
+        that teardown's retry settles, never a termination without one."""
+        for iid in ids:
+            cleanup_rows[iid] = audit.intent(
+                wh,
+                run_id=prepared["dag_run_id"],
+                provider=t["provider"],
+                region=t["region"],
+                resource_id=iid,
+                action="terminate",
+                reason=f"cleanup after failed launch of bench run {bid}",
+                evidence={"bench_run_id": bid},
+            )
+
     spec = LaunchSpec(
         bid,
         prepared["dag_id"],
@@ -222,6 +240,7 @@ def launch(
         user_data,
         expires,
         settings.ttl_minutes,
+        before_cleanup=before_cleanup,
     )
     adopted = _reconcile_launch(wh, prepared, launcher)
     if adopted:  # a killed try's launch created them, and its row now says so: not launched again
@@ -247,6 +266,9 @@ def launch(
         # the failed call may have created instances that the cleanup then ended: each one is a
         # launch and a termination that policy_actions must show, by instance id
         for iid in getattr(e, "terminated", []):
+            if iid in cleanup_rows:
+                audit.settle(wh, cleanup_rows.pop(iid), "ok")
+                continue
             audit.record(
                 wh,
                 run_id=prepared["dag_run_id"],
@@ -259,6 +281,8 @@ def launch(
                 reason=f"cleanup after failed launch of bench run {bid}",
                 evidence={"bench_run_id": bid},
             )
+        for row in cleanup_rows.values():  # asked for, but the terminate call failed
+            audit.settle(wh, row, "failed", reason=f"cleanup terminate failed: {e}"[:500])
         report_failure(
             wh,
             prepared,

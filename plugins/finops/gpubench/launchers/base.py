@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
@@ -66,6 +67,9 @@ class LaunchSpec:
     user_data: str
     expires_at: datetime
     ttl_minutes: int
+    # called with the ids a failed create left behind, right before they are terminated, so the
+    # caller can put each termination on record first (finops.gpubench.lifecycle)
+    before_cleanup: Callable[[list[str]], None] | None = field(default=None, compare=False, repr=False)
 
     def tags(self) -> dict[str, str]:
         return {
@@ -142,6 +146,8 @@ def launch_failed(launcher: Launcher, spec: LaunchSpec, error: BaseException, wh
         left = [i.instance_id for i in launcher.find(spec.bench_run_id)]
         if left:
             log.warning("%s for %s failed after creating %s: terminating", what, spec.bench_run_id, left)
+            if spec.before_cleanup is not None:
+                spec.before_cleanup(left)
             launcher.terminate(left)
             terminated = left
     except Exception as ce:  # noqa: BLE001 - report both; teardown retries the cleanup
