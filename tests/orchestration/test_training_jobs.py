@@ -128,3 +128,53 @@ def test_reaper_dag_is_hourly_and_dry_by_default_for_manual_runs():
     reaper = bag.dags["finops_training_job_reaper"]
     assert reaper.params["dry_run"] is True and reaper.params["max_terminations"] == 50
     assert reaper.timetable.expression == "41 * * * *" and reaper.get_task("reap").retries == 2
+
+
+def test_reaper_ends_stray_job_instances_on_every_configured_cloud(
+    finops_home, airflow_db, lambda_compute, tmp_path, monkeypatch
+):
+    """finops.yaml names two Lambda Cloud job providers, one unreachable: the stray job instance
+    on the reachable one is ended (and audited) all the same, and the run fails naming the other."""
+    import yaml
+
+    from finops.demo.emulators import conn_env_var, lambda_connection
+    from finops.jobs.clouds import lambda_tags
+    from finops.paths import REPO_ROOT
+    from tests.fixtures.job_clouds import LAMBDA_KEY
+
+    host, port = lambda_compute.base.removeprefix("http://").rstrip("/").split(":")
+    monkeypatch.setenv(
+        conn_env_var("lambda_jobs"), json.dumps(lambda_connection(host, int(port), LAMBDA_KEY))
+    )
+    monkeypatch.setenv(conn_env_var("lambda_gone"), json.dumps(lambda_connection("127.0.0.1", 9, LAMBDA_KEY)))
+    lambda_compute.instances["0" * 31 + "7"] = {
+        "id": "0" * 31 + "7", "name": "finops-ghost-a1", "status": "active",
+        "region": {"name": "us-west-1", "description": "us-west-1"}, "instance_type": {"name": "gpu_1x_a10"},
+        "ssh_key_names": ["ops"], "tags": lambda_tags({"finops-job-id": "ghost-job", "finops-attempt": "1"}),
+    }  # fmt: skip
+    data = yaml.safe_load((REPO_ROOT / "include" / "config" / "finops.yaml").read_text())
+    data["jobs"] = {"providers": {
+        "lam": {"kind": "lambda", "conn_id": "lambda_jobs", "ssh_key_name": "ops"},
+        "gone": {"kind": "lambda", "conn_id": "lambda_gone", "ssh_key_name": "ops"},
+    }}  # fmt: skip
+    cfg = tmp_path / "finops.yaml"
+    cfg.write_text(yaml.safe_dump(data))
+    monkeypatch.setenv("FINOPS_CONFIG", str(cfg))
+
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(REPO_ROOT / "dags" / "finops_training_job.py"))
+    reaper = bag.get_dag("finops_training_job_reaper")
+    reaper.get_task("reap").retries = 0
+    run = reaper.test(run_conf={"dry_run": False, "max_terminations": 5})
+
+    assert str(run.state) == "failed"  # the unreachable provider is not silently skipped
+    assert lambda_compute.alive() == []  # the stray instance on the reachable one was ended
+    from finops.warehouse import connect
+
+    wh = connect()
+    try:
+        rows = wh.query("SELECT resource_id, result FROM policy_actions WHERE policy = 'training-job'")
+    finally:
+        wh.close()
+    assert rows == [("0" * 31 + "7", "ok")]

@@ -81,6 +81,9 @@ def training_job_params() -> dict[str, Param]:
         "candidates_from_warehouse": P(False, "Candidates from the warehouse",
                                        "ignore the list above: benchmarked instance types x the newest prices",
                                        type="boolean"),
+        "provider": P("local", "Provider", "where attempts launch: `local` (this worker) or the name of a "
+                      "provider in finops.yaml's jobs: section (aws / gcp / azure / lambda)", type="string",
+                      pattern=name),
         "poll_seconds": P(30, "Progress poll interval (s)", "how often the trigger checks the attempt",
                           type="number", minimum=0.05, maximum=3600),
         "dry_run": P(True, "Dry run", "plan and show the table; launch nothing", type="boolean"),
@@ -145,10 +148,16 @@ def build_training_job_dag(dag_id: str = DAG_ID, doc_md: str | None = None) -> D
                     cands = json.loads(cands)
                 for c in cands:
                     candidate_from_dict(c)  # fails here, naming the field, not in the operator
+            provider: Any = {"kind": "local", "work_dir": str(jobs_dir / "instances")}
+            if p.get("provider", "local") != "local":
+                from finops.config import get_config
+
+                get_config().jobs.provider_config(p["provider"])  # an unknown name fails here, naming it
+                provider = p["provider"]  # the operator reads it from finops.yaml when it runs
             return {
                 "spec": json.loads(spec.model_dump_json()),
                 "candidates": cands,
-                "provider": {"kind": "local", "work_dir": str(jobs_dir / "instances")},
+                "provider": provider,
                 "dry_run": bool(p["dry_run"]),
                 "poll_s": float(p["poll_seconds"]),
             }
@@ -172,7 +181,8 @@ REAPER_DAG_ID = "finops_training_job_reaper"
 
 def build_training_job_reaper_dag(dag_id: str = REAPER_DAG_ID) -> DAG:
     """Hourly: end job-tagged instances no running job owns (`finops.jobs.executor.reap`) on
-    the local provider of the worker that runs it. Scheduled runs end them (they carry this
+    every provider finops.yaml's `jobs:` section names, and the local provider of the worker
+    that runs it. Scheduled runs end them (they carry this
     package's job tags and their job is over); a manual run follows its dry_run Param."""
 
     @dag(
@@ -200,29 +210,44 @@ def build_training_job_reaper_dag(dag_id: str = REAPER_DAG_ID) -> DAG:
     def training_job_reaper() -> None:
         @task
         def reap() -> list[list[str]]:
+            from finops.config import get_config
             from finops.jobs.executor import provider_from_config, reap
+            from finops.jobs.settings import JobsSettings
             from finops.jobs.store import JobStore
-            from finops.paths import subdir
+            from finops.paths import config_path, subdir
             from finops.warehouse import connect
 
             ctx = get_current_context()
             scheduled = str(ctx["dag_run"].run_type).lower().endswith("scheduled")
             dry_run = False if scheduled else bool(ctx["params"]["dry_run"])
-            provider = provider_from_config({"kind": "local", "work_dir": str(subdir("jobs") / "instances")})
+            settings = get_config().jobs if config_path().exists() else JobsSettings()
+            # every provider finops.yaml names (the clouds' job instances too), and this worker's
+            # local one; one termination cap for the whole run
+            configs = {name: p.model_dump(exclude_none=True) for name, p in settings.providers.items()}
+            if not any(c["kind"] == "local" for c in configs.values()):
+                configs["local"] = {"kind": "local", "work_dir": str(subdir("jobs") / "instances")}
+            left = int(ctx["params"]["max_terminations"])
+            done: list[tuple[str, str, str]] = []
+            unreadable: list[str] = []
             wh = connect()
             try:
-                done = reap(
-                    JobStore(wh),
-                    provider,
-                    dry_run=dry_run,
-                    cap=int(ctx["params"]["max_terminations"]),
-                    run_id=ctx["run_id"],
-                )
+                for name, cfg in configs.items():
+                    try:
+                        out = reap(JobStore(wh), provider_from_config(cfg), dry_run=dry_run, cap=left,
+                                   run_id=ctx["run_id"])  # fmt: skip
+                    except Exception as e:  # noqa: BLE001 - one cloud down must not spare the others
+                        unreadable.append(f"{name}: {type(e).__name__}: {e}")
+                        continue
+                    left -= sum(1 for d in out if d[2] == "ok")
+                    done += out
             finally:
                 wh.close()
             failed = [d for d in done if d[2] in ("failed", "capped")]
-            if failed:
-                raise RuntimeError(f"job reaper: {len(failed)} instance(s) not ended: {failed[:5]}")
+            if failed or unreadable:
+                raise RuntimeError(
+                    f"job reaper: {len(failed)} instance(s) not ended: {failed[:5]}; "
+                    f"providers not read: {unreadable[:5]}"
+                )
             return [list(d) for d in done]
 
         reap()
