@@ -4,12 +4,18 @@
 
 Generates one billing period of N FOCUS rows (all columns, typed by finops.focus.schema),
 loads it into a fresh DuckDB file and fresh PostgreSQL schemas, then loads it AGAIN (a
-restatement: delete + insert of a populated partition), checks row count and BilledCost total,
-and prints rows/s and peak RSS. PostgreSQL runs twice side by side: the CSV COPY path
-(`copy_format="csv"`, the baseline) and the binary COPY path (the default), alternating
-`--repeat` times, with the client's and the server backend's CPU seconds (read from /proc when
-the server is local), which stay meaningful on a loaded machine where wall time does not.
-Not a test: figures vary with the machine.
+restatement of a populated partition), checks row count and BilledCost total, and prints rows/s
+and peak RSS. PostgreSQL runs three ways side by side, alternating `--repeat` times:
+
+  csv     focus_costs unpartitioned, DELETE + CSV COPY in one transaction (the baseline)
+  binary  focus_costs unpartitioned, DELETE + binary COPY in one transaction
+  swap    focus_costs partitioned (migration 5): binary COPY into a fresh table over
+          --copy-connections connections, indexes built after, swapped in as the partition
+
+with the client's CPU seconds and the CPU seconds of every server backend the load used (its
+sessions carry an application_name; read from /proc when the server is local), which stay
+meaningful on a loaded machine where wall time does not. Ratios are of summed wall time.
+Not a test: figures vary with the machine (free cores decide what parallel COPY gains).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import json
 import os
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from datetime import datetime, timedelta
@@ -102,18 +109,74 @@ def _server_cpu(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _run(label: str, wh, path: Path, rows: int, total: Decimal, backend_pid: int | None = None) -> list[float]:
+class ServerCpu:
+    """CPU seconds of the local server backends whose application_name is `app`, sampled every
+    20 ms from another session (a backend that exits between samples loses under 20 ms)."""
+
+    def __init__(self, dsn: str, app: str):
+        import psycopg
+
+        self.conn = psycopg.connect(dsn, autocommit=True)
+        self.app = app
+        self.base: dict[int, float] = {}
+        self.last: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def _sample(self) -> None:
+        pids = [r[0] for r in self.conn.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", [self.app]).fetchall()]
+        for pid in pids:
+            cpu = _server_cpu(pid)
+            if cpu:
+                self.last[pid] = cpu
+
+    def start(self) -> None:
+        self.last = {}
+        self._sample()
+        self.base = dict(self.last)
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(0.02):
+            self._sample()
+
+    def stop(self) -> float:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self._sample()
+        return sum(cpu - self.base.get(pid, 0.0) for pid, cpu in self.last.items())
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _unpartition(wh) -> None:
+    """focus_costs back to the plain table of migration 1 (the paths before partitioning)."""
+    from finops.warehouse.migrations.m0001_core import statements
+
+    wh.execute("DROP TABLE focus_costs")
+    for stmt in statements("postgres")[:3]:
+        wh.execute(stmt)
+
+
+def _run(label: str, wh, path: Path, rows: int, total: Decimal, sampler: ServerCpu | None = None) -> list[float]:
     """First load + restatement; returns their wall seconds."""
     part = {"x_source": SOURCE, "x_billing_period": PERIOD}
     walls = []
     for attempt in ("first load", "restatement"):
-        s0, c0, t0 = _server_cpu(backend_pid), time.process_time(), time.perf_counter()
+        if sampler is not None:
+            sampler.start()
+        c0, t0 = time.process_time(), time.perf_counter()
         n = wh.replace_partition("focus_costs", part, [path])
         dt = time.perf_counter() - t0
-        client, server = time.process_time() - c0, _server_cpu(backend_pid) - s0
+        client, server = time.process_time() - c0, (sampler.stop() if sampler is not None else 0.0)
         got_n, got_total = wh.query("SELECT count(*), sum(billed_cost) FROM focus_costs")[0]
         ok = n == rows and got_n == rows and Decimal(got_total) == total
-        cpu = f"  cpu client={client:6.2f}s server={server:6.2f}s" if backend_pid else ""
+        cpu = f"  cpu client={client:6.2f}s server={server:6.2f}s" if sampler is not None else ""
         print(f"{label:<18} {attempt:<12} rows={rows:>10,} time={dt:7.2f}s  rows/s={rows / dt:>10,.0f}{cpu}  "
               f"peak_rss={_peak_rss_mb():6.0f} MB  check={'ok' if ok else 'MISMATCH'}", flush=True)
         if not ok:
@@ -128,13 +191,15 @@ def main() -> None:
     ap.add_argument("--pg-dsn", default="host=127.0.0.1 port=5432 user=postgres dbname=test")
     ap.add_argument("--skip-postgres", action="store_true")
     ap.add_argument("--skip-duckdb", action="store_true")
-    ap.add_argument("--repeat", type=int, default=1, help="PostgreSQL csv/binary rounds, alternated")
+    ap.add_argument("--repeat", type=int, default=1, help="PostgreSQL csv/binary/swap rounds, alternated")
+    ap.add_argument("--copy-connections", type=int, default=2, help="connections of the swap path's COPY")
+    ap.add_argument("--row-group", type=int, default=200_000, help="rows per parquet row group")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="wh-bench-") as tmp:
         path = Path(tmp) / "focus.parquet"
         t0 = time.perf_counter()
-        write_focus_parquet(path, args.rows)
+        write_focus_parquet(path, args.rows, chunk=args.row_group)
         total = _expected_total(path)
         print(f"generated {args.rows:,} FOCUS rows ({len(COLUMNS)} columns, {path.stat().st_size / 1e6:.1f} MB "
               f"parquet) in {time.perf_counter() - t0:.1f}s", flush=True)
@@ -149,21 +214,29 @@ def main() -> None:
         if not args.skip_postgres:
             from finops.warehouse.postgres_wh import PostgresWarehouse
 
-            walls: dict[str, list[float]] = {"csv": [], "binary": []}
+            walls: dict[str, list[float]] = {"csv": [], "binary": [], "swap": []}
             for _ in range(args.repeat):
-                for fmt in ("csv", "binary"):
+                for mode in walls:
                     schema = f"bench_{uuid.uuid4().hex[:10]}"
-                    pwh = PostgresWarehouse.from_dsn(args.pg_dsn, schema=schema, copy_format=fmt)
+                    app = f"finops-bench-{schema}"
+                    pwh = PostgresWarehouse.from_dsn(args.pg_dsn, schema=schema, copy_format=(
+                        "csv" if mode == "csv" else "binary"), copy_connections=args.copy_connections,
+                        application_name=app)
+                    sampler = ServerCpu(args.pg_dsn, app)
                     try:
                         pwh.migrate()
-                        pid = pwh.query("SELECT pg_backend_pid()")[0][0]
-                        walls[fmt] += _run(f"postgresql {fmt}", pwh, path, args.rows, total, pid)
+                        if mode != "swap":
+                            _unpartition(pwh)
+                        label = f"postgresql {mode}" + (f" x{args.copy_connections}" if mode == "swap" else "")
+                        walls[mode] += _run(label, pwh, path, args.rows, total, sampler)
                     finally:
+                        sampler.close()
                         pwh.execute(f'DROP SCHEMA "{schema}" CASCADE')
                         pwh.close()
-            ratio = sum(walls["csv"]) / sum(walls["binary"])
-            print(f"postgresql binary vs csv: {ratio:.2f}x faster (wall, all loads; load avg "
-                  f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
+            t = {mode: sum(w) for mode, w in walls.items()}
+            print(f"postgresql binary vs csv: {t['csv'] / t['binary']:.2f}x faster; swap x{args.copy_connections} vs "
+                  f"binary: {t['binary'] / t['swap']:.2f}x, vs csv: {t['csv'] / t['swap']:.2f}x (wall, all loads; "
+                  f"load avg {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
 
 
 if __name__ == "__main__":

@@ -186,7 +186,7 @@ def test_dags_on_celery_and_a_killed_worker_loses_no_cost(
                 "AND a.wait_event_type = 'Lock' AND a.query ILIKE 'INSERT INTO load_log%%' "
                 "AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
                 "            WHERE l.pid = a.pid AND l.granted AND c.relname = 'focus_costs' "
-                "            AND l.mode = 'RowExclusiveLock')"
+                "            AND l.mode IN ('RowExclusiveLock', 'AccessExclusiveLock'))"
             ).fetchall()
             return (tis[0], rows[0][0]) if rows else None
 

@@ -11,20 +11,30 @@ transaction, so a failure anywhere rolls the whole operation back. Bulk data mov
 whatever the file size: in binary format (pg_binary: the server skips parsing every value from
 text, about 2x less server time) whenever every column has an exact binary encoding, else as
 CSV (arrow_copy). `copy_format="csv"` forces the CSV path.
+
+focus_costs is partitioned per (x_source, x_billing_period) (migration 5), so a load never
+deletes rows: it COPYs the files into a fresh index-less table over `copy_connections`
+connections at once, builds the indexes, then swaps that table in as the partition in one short
+transaction (`_replace_by_swap`). A table that is not partitioned that way loads by DELETE +
+COPY in one transaction (`_replace_by_delete`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import threading
+import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import psycopg
+from psycopg import sql
 from psycopg.copy import QueuedLibpqWriter
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
@@ -34,6 +44,12 @@ from finops.progress import Progress
 from finops.warehouse import arrow_copy, pg_arrow, pg_binary
 from finops.warehouse.base import LOAD_LOG_COLUMNS, DataRefused, LoadLogEntry, WarehouseError
 from finops.warehouse.migrations import all_migrations
+from finops.warehouse.migrations.m0005_focus_costs_partitioned import (
+    DEFAULT_PART,
+    KEY_SEP,
+    KEY_SQL,
+    PART_PREFIX,
+)
 from finops.warehouse.qmark import translate
 
 if TYPE_CHECKING:
@@ -44,6 +60,24 @@ log = logging.getLogger(__name__)
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 COPY_BATCH_ROWS = 20_000
 FETCH_ROWS = 50_000
+COPY_CONNECTIONS_ENV = "FINOPS_PG_COPY_CONNECTIONS"
+DEFAULT_COPY_CONNECTIONS = 2
+STAGE_PREFIX = "focus_costs_s_"
+SWAP_LOCK_TIMEOUT = "10s"
+SWAP_LOCK_TRIES = 6  # then the last try waits as long as it takes
+_SWAP_TABLE = "focus_costs"
+_SWAP_KEYS = ("x_source", "x_billing_period")
+_INDEXDEF_RE = re.compile(r"^CREATE (UNIQUE )?INDEX \S+ ON (?:ONLY )?\S+ (USING .*)$")
+
+
+def copy_connections_default() -> int:
+    """Connections a partition load COPYs over: FINOPS_PG_COPY_CONNECTIONS, else 2."""
+    raw = os.environ.get(COPY_CONNECTIONS_ENV, "").strip()
+    try:
+        return max(1, int(raw)) if raw else DEFAULT_COPY_CONNECTIONS
+    except ValueError:
+        log.warning("%s=%r is not an integer; using %s", COPY_CONNECTIONS_ENV, raw, DEFAULT_COPY_CONNECTIONS)
+        return DEFAULT_COPY_CONNECTIONS
 
 
 def _ident(name: str) -> str:
@@ -88,7 +122,11 @@ class PostgresWarehouse:
         *,
         owns_connection: bool = True,
         copy_format: str = "binary",
+        connect: Callable[[], psycopg.Connection] | None = None,
+        copy_connections: int | None = None,
     ):
+        """`connect` opens one more connection like `conn` (the parallel COPY's extra ones);
+        without it a partition load COPYs over `conn` alone."""
         if not isinstance(conn, psycopg.Connection):
             raise WarehouseError(
                 f"PostgresWarehouse needs a psycopg 3 connection, got {type(conn).__module__}.{type(conn).__name__}"
@@ -101,6 +139,9 @@ class PostgresWarehouse:
         self.schema = schema
         self.copy_format = copy_format
         self._owns = owns_connection
+        self._connect = connect
+        n = copy_connections_default() if copy_connections is None else copy_connections
+        self.copy_connections = max(1, n) if connect is not None else 1
         if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             conn.rollback()
         conn.autocommit = True
@@ -121,15 +162,27 @@ class PostgresWarehouse:
     # -- construction ----------------------------------------------------------------
     @classmethod
     def from_dsn(
-        cls, dsn: str, schema: str = "finops", *, copy_format: str = "binary", **connect_kwargs: Any
+        cls,
+        dsn: str,
+        schema: str = "finops",
+        *,
+        copy_format: str = "binary",
+        copy_connections: int | None = None,
+        **connect_kwargs: Any,
     ) -> PostgresWarehouse:
         """Open from a libpq DSN / URI (tests, scripts)."""
-        return cls(psycopg.connect(dsn, **connect_kwargs), schema=schema, copy_format=copy_format)
+        return cls(
+            psycopg.connect(dsn, **connect_kwargs),
+            schema=schema,
+            copy_format=copy_format,
+            connect=lambda: psycopg.connect(dsn, **connect_kwargs),
+            copy_connections=copy_connections,
+        )
 
     @classmethod
     def from_conn_id(cls, conn_id: str, schema: str = "finops") -> PostgresWarehouse:
         """Open through Airflow's PostgresHook, so AIRFLOW_CONN_* and secrets backends apply."""
-        return cls(connect_conn_id(conn_id), schema=schema)
+        return cls(connect_conn_id(conn_id), schema=schema, connect=lambda: connect_conn_id(conn_id))
 
     # -- basics ----------------------------------------------------------------------
     def _run(self, cur: psycopg.Cursor, sql: str, params: Sequence[Any]) -> None:
@@ -253,10 +306,13 @@ class PostgresWarehouse:
         batches: Iterable[pa.RecordBatch],
         progress: Progress | None = None,
         what: str = "arrow data",
+        types: dict[str, str] | None = None,
+        target: str | None = None,
     ) -> int:
         """Stream record batches into `table` with one COPY (binary where every column has an
-        exact binary encoding, else CSV); returns rows sent. Checks the columns exist first."""
-        types = self._column_types(table)
+        exact binary encoding, else CSV); returns rows sent. Checks the columns exist first.
+        `types` / `target` (a qualified name) let a cursor on another connection copy."""
+        types = self._column_types(table) if types is None else types
         self._check_columns(table, schema.names, what, have=types)
         plan = pg_binary.plan(schema, types) if self.copy_format == "binary" else None
         if plan is not None:
@@ -267,7 +323,8 @@ class PostgresWarehouse:
         rows = 0
         # The queued writer sends from a worker thread, so encoding the next batch overlaps
         # waiting on the server (the encoders and libpq's waits release the GIL).
-        with cur.copy(f"COPY {_ident(table)} ({cols}) FROM STDIN (FORMAT {fmt})", writer=QueuedLibpqWriter(cur)) as cp:
+        into = target or _ident(table)
+        with cur.copy(f"COPY {into} ({cols}) FROM STDIN (FORMAT {fmt})", writer=QueuedLibpqWriter(cur)) as cp:
             for n, payload in chunks:
                 cp.write(payload)
                 rows += n
@@ -300,10 +357,29 @@ class PostgresWarehouse:
         parquet_files: Sequence[Path],
         log: LoadLogEntry | None = None,
     ) -> int:
-        import pyarrow.parquet as pq
-
         if not partition:
             raise WarehouseError("replace_partition needs at least one partition key")
+        if self._swappable(table, partition):
+            return self._replace_by_swap(partition, parquet_files, log)
+        return self._replace_by_delete(table, partition, parquet_files, log)
+
+    def _swappable(self, table: str, partition: dict[str, Any]) -> bool:
+        """focus_costs partitioned by migration 5, loaded by its own partition key."""
+        if table != _SWAP_TABLE or sorted(partition) != sorted(_SWAP_KEYS):
+            return False
+        if not all(isinstance(partition[k], str) for k in _SWAP_KEYS):
+            return False
+        row = self.query("SELECT relkind FROM pg_class WHERE oid = to_regclass(?)", [_ident(table)])
+        return bool(row) and row[0][0] == "p"
+
+    def _replace_by_delete(
+        self,
+        table: str,
+        partition: dict[str, Any],
+        parquet_files: Sequence[Path],
+        log: LoadLogEntry | None = None,
+    ) -> int:
+        import pyarrow.parquet as pq
         where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
         lock_key = self._lock_key(table, partition)
         inserted = 0
@@ -388,3 +464,264 @@ class PostgresWarehouse:
             cur.execute(f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM {_ident(tmp)}")
             return max(cur.rowcount, 0)
 
+
+    # -- partition swap ----------------------------------------------------------------
+    def _qual(self, name: str) -> str:
+        return f"{_ident(self.schema)}.{_ident(name)}"
+
+    def _open_extra(self) -> psycopg.Connection:
+        assert self._connect is not None
+        conn = self._connect()
+        conn.autocommit = True
+        conn.execute("SET TimeZone TO 'UTC'")
+        conn.execute("SET client_encoding TO 'UTF8'")
+        return conn
+
+    def _drop_stage_leftovers(self, prefix: str) -> None:
+        """Staging tables of this partition left by a load that died before its swap (the
+        caller holds the partition lock, so no live load owns one)."""
+        rows = self.query(
+            "SELECT relname FROM pg_class WHERE relnamespace = to_regnamespace(?) AND relkind = 'r' "
+            "AND left(relname, ?) = ?",
+            [_ident(self.schema), len(prefix), prefix],
+        )
+        for (name,) in rows:
+            log.info("dropping %s.%s, left by a load that stopped before its swap", self.schema, name)
+            self.execute(f"DROP TABLE IF EXISTS {_ident(name)}")
+
+    def _replace_by_swap(self, partition: dict[str, Any], parquet_files: Sequence[Path], entry: LoadLogEntry | None) -> int:
+        """COPY into a fresh table over several connections, index it, then detach + drop the
+        old partition and attach the new one in one transaction. Until that transaction commits
+        the old partition is what readers see; a failure drops the staging table, a crash
+        leaves it to the next load of the partition to drop."""
+        import pyarrow.parquet as pq
+
+        table = _SWAP_TABLE
+        key = f"{partition['x_source']}{KEY_SEP}{partition['x_billing_period']}"
+        digest = self.query("SELECT left(md5(?), 24)", [key])[0][0]
+        part, prefix = PART_PREFIX + digest, f"{STAGE_PREFIX}{digest}_"
+        stage = prefix + uuid.uuid4().hex[:8]
+        bound = sql.Literal(key).as_string(self.conn)
+        label = " ".join(str(v) for v in partition.values())
+        current: Path | None = None
+        metas: list[pq.FileMetaData] = []
+        try:
+            for path in parquet_files:
+                current = Path(path)
+                metas.append(pq.read_metadata(current))
+        except Exception as e:  # a missing / unreadable file: nothing written yet
+            raise WarehouseError(f"replace_partition {table} {partition} failed (file {current}): {e}") from e
+        with self.partition_lock(table, partition):
+            self._drop_stage_leftovers(prefix)
+            staged = False
+            try:
+                inserted = 0
+                if parquet_files:
+                    types = self._column_types(table)
+                    self.execute(
+                        f"CREATE TABLE {_ident(stage)} (LIKE {_ident(table)} INCLUDING DEFAULTS "
+                        "INCLUDING CONSTRAINTS INCLUDING GENERATED)"
+                    )
+                    staged = True
+                    # The partition bound as a CHECK: rows of another partition are refused as
+                    # they arrive, and ATTACH finds its constraint proven and skips its scan.
+                    self.execute(
+                        f"ALTER TABLE {_ident(stage)} ADD CONSTRAINT {_ident(stage + '_bound')} "
+                        f"CHECK ({KEY_SQL} IS NOT NULL AND {KEY_SQL} = {bound})"
+                    )
+                    progress = Progress(f"{label}: COPY into {self.schema}.{table}", sum(m.num_rows for m in metas))
+                    inserted = self._parallel_copy(stage, table, types, parquet_files, metas, progress)
+                    self._build_indexes(table, stage)
+                for attempt in range(1, SWAP_LOCK_TRIES + 1):
+                    try:
+                        self._swap(stage if staged else None, part, key, bound, attempt < SWAP_LOCK_TRIES, entry, inserted)
+                        break
+                    except psycopg.errors.LockNotAvailable:
+                        if attempt == SWAP_LOCK_TRIES:
+                            raise
+                        log.info("%s: focus_costs busy with readers, swap retried (%d)", label, attempt)
+                        time.sleep(1.0)
+                staged = False
+                return inserted
+            except WarehouseError:
+                raise
+            except Exception as e:
+                err = DataRefused if isinstance(e, psycopg.DataError | psycopg.IntegrityError) else WarehouseError
+                raise err(f"replace_partition {table} {partition} failed: {e}") from e
+            finally:
+                if staged:
+                    try:
+                        self.execute(f"DROP TABLE IF EXISTS {_ident(stage)}")
+                    except psycopg.Error:  # connection lost: the next load of the partition drops it
+                        log.warning("could not drop staging table %s.%s", self.schema, stage, exc_info=True)
+
+    def _swap(
+        self, stage: str | None, part: str, key: str, bound: str, timed: bool, entry: LoadLogEntry | None, rows: int
+    ) -> None:
+        """One transaction: detach + drop the old partition, clear the key from the DEFAULT
+        partition, attach `stage` as the partition, write load_log. DETACH locks focus_costs
+        exclusively, so readers queue behind it: with `timed`, waiting longer than
+        SWAP_LOCK_TIMEOUT for a lock gives up (LockNotAvailable) and lets them through."""
+        table = _SWAP_TABLE
+        with self.conn.transaction(), self.conn.cursor() as cur:
+            if timed:
+                cur.execute(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'")
+            cur.execute(
+                "SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
+                "WHERE i.inhparent = to_regclass(%s) AND c.relname IN (%s, %s)",
+                [_ident(table), part, DEFAULT_PART],
+            )
+            present = {r[0] for r in cur.fetchall()}
+            if part in present:
+                cur.execute(f"ALTER TABLE {_ident(table)} DETACH PARTITION {_ident(part)}")
+                cur.execute(f"DROP TABLE {_ident(part)}")
+            if DEFAULT_PART in present:  # rows inserted directly; ATTACH refuses overlap
+                cur.execute(f"DELETE FROM {_ident(DEFAULT_PART)} WHERE {KEY_SQL} = %s", [key])
+            if stage is not None:
+                cur.execute(f"ALTER TABLE {_ident(stage)} RENAME TO {_ident(part)}")
+                cur.execute(f"ALTER TABLE {_ident(table)} ATTACH PARTITION {_ident(part)} FOR VALUES IN ({bound})")
+            if entry is not None:
+                cur.execute("SET LOCAL lock_timeout = 0")
+                entry.row_count = rows
+                self._insert_log(cur, entry)
+
+    def _parallel_copy(
+        self,
+        stage: str,
+        table: str,
+        types: dict[str, str],
+        paths: Sequence[Path],
+        metas: Sequence[Any],
+        progress: Progress,
+    ) -> int:
+        """COPY the files into `stage`, one contiguous range of (file, row group) per connection:
+        the server writes each connection's rows in its own backend, in parallel."""
+        units = [(f, rg, m.row_group(rg).num_rows) for f, m in enumerate(metas) for rg in range(m.num_row_groups)]
+        shares = _split_units(units, self.copy_connections)
+        target = self._qual(stage)
+        errors: list[BaseException] = []
+        stop = threading.Event()
+        counts = [0] * len(shares)
+
+        def work(i: int, conn: psycopg.Connection | None) -> None:
+            try:
+                if conn is None:
+                    conn = self._open_extra()
+                    try:
+                        counts[i] = self._copy_share(conn, table, target, types, paths, shares[i], progress, stop)
+                    finally:
+                        conn.close()
+                else:
+                    counts[i] = self._copy_share(conn, table, target, types, paths, shares[i], progress, stop)
+            except BaseException as e:  # noqa: BLE001 - re-raised by the caller below
+                stop.set()
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(i, None), daemon=True) for i in range(1, len(shares))]
+        for t in threads:
+            t.start()
+        if shares:
+            work(0, self.conn)
+        for t in threads:
+            t.join()
+        if errors:
+            first = next((e for e in errors if not isinstance(e, _Stopped)), errors[0])
+            raise first
+        return sum(counts)
+
+    def _copy_share(
+        self,
+        conn: psycopg.Connection,
+        table: str,
+        target: str,
+        types: dict[str, str],
+        paths: Sequence[Path],
+        share: list[tuple[int, list[int]]],
+        progress: Progress,
+        stop: threading.Event,
+    ) -> int:
+        import pyarrow.parquet as pq
+
+        rows = 0
+        for f, groups in share:
+            path = Path(paths[f])
+            pf = pq.ParquetFile(path, pre_buffer=False)
+            try:
+                with conn.cursor() as cur:
+                    batches = _until(stop, pf.iter_batches(batch_size=COPY_BATCH_ROWS, row_groups=groups))
+                    rows += self._copy(cur, table, pf.schema_arrow, batches, progress, f"parquet file {path.name}",
+                                       types=types, target=target)
+            finally:
+                pf.close()
+        return rows
+
+    def _build_indexes(self, table: str, stage: str) -> None:
+        """The parent's indexes on `stage`, over as many connections as the COPY used, so
+        ATTACH adopts them instead of building its own."""
+        defs = [
+            r[0]
+            for r in self.query(
+                "SELECT pg_get_indexdef(indexrelid) FROM pg_index WHERE indrelid = to_regclass(?) ORDER BY indexrelid",
+                [_ident(table)],
+            )
+        ]
+        stmts = []
+        for k, d in enumerate(defs):
+            m = _INDEXDEF_RE.match(d)
+            if m is None:
+                raise WarehouseError(f"cannot rebuild index of {table} for its staging table: {d}")
+            stmts.append(f"CREATE {m.group(1) or ''}INDEX {_ident(f'{stage}_i{k}')} ON {self._qual(stage)} {m.group(2)}")
+        n = min(self.copy_connections, len(stmts))
+        errors: list[BaseException] = []
+
+        def work(mine: list[str], conn: psycopg.Connection | None) -> None:
+            try:
+                own = conn is None
+                c = self._open_extra() if conn is None else conn
+                try:
+                    for st in mine:
+                        c.execute(st)
+                finally:
+                    if own:
+                        c.close()
+            except BaseException as e:  # noqa: BLE001 - re-raised below
+                errors.append(e)
+
+        threads = [threading.Thread(target=work, args=(stmts[i::n], None), daemon=True) for i in range(1, n)]
+        for t in threads:
+            t.start()
+        if stmts:
+            work(stmts[0::max(n, 1)], self.conn)
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
+
+
+class _Stopped(Exception):
+    """Another connection's COPY failed: this one stops (its COPY is aborted)."""
+
+
+def _until(stop: threading.Event, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for b in batches:
+        if stop.is_set():
+            raise _Stopped("stopped: another COPY connection failed")
+        yield b
+
+
+def _split_units(units: list[tuple[int, int, int]], n: int) -> list[list[tuple[int, list[int]]]]:
+    """(file, row group, rows) in file order -> at most n contiguous shares of about equal rows,
+    each as [(file, [row groups])]."""
+    total = sum(r for _, _, r in units)
+    n = max(1, min(n, len(units)))
+    shares: list[list[tuple[int, list[int]]]] = [[] for _ in range(n)]
+    done = 0
+    for f, rg, rows in units:
+        i = min(n - 1, done * n // total) if total else 0
+        share = shares[i]
+        if share and share[-1][0] == f:
+            share[-1][1].append(rg)
+        else:
+            share.append((f, [rg]))
+        done += rows
+    return [s for s in shares if s]
