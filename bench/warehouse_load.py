@@ -47,23 +47,34 @@ def _pool(kind: Kind, name: str, rng: np.random.Generator, size: int = 997) -> p
     typ = arrow_schema().field(name).type
     if kind in (Kind.MONEY, Kind.QUANTITY):
         scale = typ.scale
-        vals = [Decimal(int(v)).scaleb(-scale) for v in rng.integers(-10**11, 10**13, size)]
+        vals = [Decimal(int(v)).scaleb(-scale) for v in rng.integers(-(10**11), 10**13, size)]
         return pa.array(vals, typ)
     if kind is Kind.TIMESTAMP:
         base = datetime(2025, 3, 1)
         return pa.array([base + timedelta(seconds=int(s)) for s in rng.integers(0, 30 * 86400, size)], typ)
     if kind is Kind.JSON:
-        teams = ["ml", "web", "data", "infra", "o'neil \"quoted\"", "🚀"]
-        return pa.array([json.dumps({"team": teams[i % len(teams)], "env": "prod", "cost_center": f"cc-{i}"})
-                         for i in range(size)], typ)
+        teams = ["ml", "web", "data", "infra", 'o\'neil "quoted"', "🚀"]
+        return pa.array(
+            [
+                json.dumps({"team": teams[i % len(teams)], "env": "prod", "cost_center": f"cc-{i}"})
+                for i in range(size)
+            ],
+            typ,
+        )
     return pa.array([f"{name}-{i:05d}" for i in range(size)], typ)
 
 
 def _fixed(name: str, n: int) -> pa.Array | None:
     fixed = {
-        "x_source": SOURCE, "x_billing_period": PERIOD, "x_provider": "aws", "billing_currency": "USD",
-        "charge_category": "Usage", "service_category": "Compute", "x_load_id": "bench-load",
-        "billing_period_start": datetime(2025, 3, 1), "billing_period_end": datetime(2025, 4, 1),
+        "x_source": SOURCE,
+        "x_billing_period": PERIOD,
+        "x_provider": "aws",
+        "billing_currency": "USD",
+        "charge_category": "Usage",
+        "service_category": "Compute",
+        "x_load_id": "bench-load",
+        "billing_period_start": datetime(2025, 3, 1),
+        "billing_period_end": datetime(2025, 4, 1),
     }
     if name not in fixed:
         return None
@@ -124,8 +135,12 @@ class ServerCpu:
         self._thread: threading.Thread | None = None
 
     def _sample(self) -> None:
-        pids = [r[0] for r in self.conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE application_name = %s", [self.app]).fetchall()]
+        pids = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name = %s", [self.app]
+            ).fetchall()
+        ]
         for pid in pids:
             cpu = _server_cpu(pid)
             if cpu:
@@ -163,7 +178,9 @@ def _unpartition(wh) -> None:
         wh.execute(stmt)
 
 
-def _run(label: str, wh, path: Path, rows: int, total: Decimal, sampler: ServerCpu | None = None) -> list[float]:
+def _run(
+    label: str, wh, path: Path, rows: int, total: Decimal, sampler: ServerCpu | None = None
+) -> list[float]:
     """First load + restatement; returns their wall seconds."""
     part = {"x_source": SOURCE, "x_billing_period": PERIOD}
     walls = []
@@ -177,8 +194,11 @@ def _run(label: str, wh, path: Path, rows: int, total: Decimal, sampler: ServerC
         got_n, got_total = wh.query("SELECT count(*), sum(billed_cost) FROM focus_costs")[0]
         ok = n == rows and got_n == rows and Decimal(got_total) == total
         cpu = f"  cpu client={client:6.2f}s server={server:6.2f}s" if sampler is not None else ""
-        print(f"{label:<18} {attempt:<12} rows={rows:>10,} time={dt:7.2f}s  rows/s={rows / dt:>10,.0f}{cpu}  "
-              f"peak_rss={_peak_rss_mb():6.0f} MB  check={'ok' if ok else 'MISMATCH'}", flush=True)
+        print(
+            f"{label:<18} {attempt:<12} rows={rows:>10,} time={dt:7.2f}s  rows/s={rows / dt:>10,.0f}{cpu}  "
+            f"peak_rss={_peak_rss_mb():6.0f} MB  check={'ok' if ok else 'MISMATCH'}",
+            flush=True,
+        )
         if not ok:
             sys.exit(f"{label}: loaded {n}/{got_n} rows, total {got_total} != {total}")
         walls.append(dt)
@@ -201,8 +221,11 @@ def main() -> None:
         t0 = time.perf_counter()
         write_focus_parquet(path, args.rows, chunk=args.row_group)
         total = _expected_total(path)
-        print(f"generated {args.rows:,} FOCUS rows ({len(COLUMNS)} columns, {path.stat().st_size / 1e6:.1f} MB "
-              f"parquet) in {time.perf_counter() - t0:.1f}s", flush=True)
+        print(
+            f"generated {args.rows:,} FOCUS rows ({len(COLUMNS)} columns, {path.stat().st_size / 1e6:.1f} MB "
+            f"parquet) in {time.perf_counter() - t0:.1f}s",
+            flush=True,
+        )
 
         if not args.skip_duckdb:
             from finops.warehouse.duckdb_wh import DuckDBWarehouse
@@ -219,24 +242,33 @@ def main() -> None:
                 for mode in walls:
                     schema = f"bench_{uuid.uuid4().hex[:10]}"
                     app = f"finops-bench-{schema}"
-                    pwh = PostgresWarehouse.from_dsn(args.pg_dsn, schema=schema, copy_format=(
-                        "csv" if mode == "csv" else "binary"), copy_connections=args.copy_connections,
-                        application_name=app)
+                    pwh = PostgresWarehouse.from_dsn(
+                        args.pg_dsn,
+                        schema=schema,
+                        copy_format=("csv" if mode == "csv" else "binary"),
+                        copy_connections=args.copy_connections,
+                        application_name=app,
+                    )
                     sampler = ServerCpu(args.pg_dsn, app)
                     try:
                         pwh.migrate()
                         if mode != "swap":
                             _unpartition(pwh)
-                        label = f"postgresql {mode}" + (f" x{args.copy_connections}" if mode == "swap" else "")
+                        label = f"postgresql {mode}" + (
+                            f" x{args.copy_connections}" if mode == "swap" else ""
+                        )
                         walls[mode] += _run(label, pwh, path, args.rows, total, sampler)
                     finally:
                         sampler.close()
                         pwh.execute(f'DROP SCHEMA "{schema}" CASCADE')
                         pwh.close()
             t = {mode: sum(w) for mode, w in walls.items()}
-            print(f"postgresql binary vs csv: {t['csv'] / t['binary']:.2f}x faster; swap x{args.copy_connections} vs "
-                  f"binary: {t['binary'] / t['swap']:.2f}x, vs csv: {t['csv'] / t['swap']:.2f}x (wall, all loads; "
-                  f"load avg {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)", flush=True)
+            print(
+                f"postgresql binary vs csv: {t['csv'] / t['binary']:.2f}x faster; swap x{args.copy_connections} vs "
+                f"binary: {t['binary'] / t['swap']:.2f}x, vs csv: {t['csv'] / t['swap']:.2f}x (wall, all loads; "
+                f"load avg {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -44,8 +44,11 @@ def holder(tmp_path):
 def test_second_process_waits_for_the_lock(holder):
     path, proc = holder
     waiter = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(
-            """
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(
+                """
             import sys
             from finops.warehouse.duckdb_wh import DuckDBWarehouse
             print("opening", flush=True)
@@ -53,8 +56,12 @@ def test_second_process_waits_for_the_lock(holder):
             print(wh.query("SELECT load_id FROM load_log")[0][0], flush=True)
             wh.close()
             """
-        ), str(path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            ),
+            str(path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert waiter.stdout is not None
     assert waiter.stdout.readline().strip() == "opening"

@@ -7,7 +7,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-SCHEMA = pa.schema([("k", pa.string()), ("region", pa.string()), ("price", pa.decimal128(38, 10)), ("note", pa.string())])
+SCHEMA = pa.schema(
+    [("k", pa.string()), ("region", pa.string()), ("price", pa.decimal128(38, 10)), ("note", pa.string())]
+)
 
 
 @pytest.fixture
@@ -21,24 +23,37 @@ def _t(rows):
 
 
 def _all(wh):
-    return sorted(wh.query("SELECT k, region, price, note FROM kv"), key=lambda r: (r[0] or "", r[1] or "", r[3] or ""))
+    return sorted(
+        wh.query("SELECT k, region, price, note FROM kv"), key=lambda r: (r[0] or "", r[1] or "", r[3] or "")
+    )
 
 
 def test_plain_insert(kv):
-    assert kv.insert_arrow("kv", _t([("a", "us", Decimal("0.1"), "x"), ("a", "us", Decimal("0.2"), "dup ok")])) == 2
+    assert (
+        kv.insert_arrow("kv", _t([("a", "us", Decimal("0.1"), "x"), ("a", "us", Decimal("0.2"), "dup ok")]))
+        == 2
+    )
     assert kv.insert_arrow("kv", _t([])) == 0
     assert len(_all(kv)) == 2
 
 
 def test_insert_with_dedup_keys_skips_existing_and_internal_duplicates(kv):
-    first = _t([("a", "us", Decimal("1"), "first"), ("b", "eu", Decimal("2"), "first"), (None, "us", Decimal("3"), "nullkey")])
+    first = _t(
+        [
+            ("a", "us", Decimal("1"), "first"),
+            ("b", "eu", Decimal("2"), "first"),
+            (None, "us", Decimal("3"), "nullkey"),
+        ]
+    )
     assert kv.insert_arrow("kv", first, dedup_keys=["k", "region"]) == 3
-    again = _t([
-        ("a", "us", Decimal("9"), "second"),  # exists -> skipped
-        ("a", "eu", Decimal("4"), "new"),  # new key
-        ("a", "eu", Decimal("5"), "new-dup"),  # duplicate inside the batch -> one of them
-        (None, "us", Decimal("9"), "nullkey-again"),  # NULL key matches NULL (IS NOT DISTINCT FROM)
-    ])
+    again = _t(
+        [
+            ("a", "us", Decimal("9"), "second"),  # exists -> skipped
+            ("a", "eu", Decimal("4"), "new"),  # new key
+            ("a", "eu", Decimal("5"), "new-dup"),  # duplicate inside the batch -> one of them
+            (None, "us", Decimal("9"), "nullkey-again"),  # NULL key matches NULL (IS NOT DISTINCT FROM)
+        ]
+    )
     assert kv.insert_arrow("kv", again, dedup_keys=["k", "region"]) == 1
     rows = _all(kv)
     assert len(rows) == 4
@@ -50,8 +65,27 @@ def test_insert_with_dedup_keys_skips_existing_and_internal_duplicates(kv):
 
 
 def test_upsert_replaces_by_key_and_keeps_others(kv):
-    kv.insert_arrow("kv", _t([("a", "us", Decimal("1"), "old"), ("b", "us", Decimal("2"), "keep"), ("c", "us", Decimal("3"), "old")]))
-    n = kv.upsert_arrow("kv", _t([("a", "us", Decimal("10"), "new"), ("c", "us", Decimal("30"), "new"), ("d", "us", Decimal("4"), "ins")]), keys=["k"])
+    kv.insert_arrow(
+        "kv",
+        _t(
+            [
+                ("a", "us", Decimal("1"), "old"),
+                ("b", "us", Decimal("2"), "keep"),
+                ("c", "us", Decimal("3"), "old"),
+            ]
+        ),
+    )
+    n = kv.upsert_arrow(
+        "kv",
+        _t(
+            [
+                ("a", "us", Decimal("10"), "new"),
+                ("c", "us", Decimal("30"), "new"),
+                ("d", "us", Decimal("4"), "ins"),
+            ]
+        ),
+        keys=["k"],
+    )
     assert n == 3
     assert _all(kv) == [
         ("a", "us", Decimal("10"), "new"),

@@ -21,7 +21,9 @@ def fresh_wh(request, tmp_path):
     else:
         from finops.warehouse.postgres_wh import PostgresWarehouse
 
-        wh = PostgresWarehouse.from_dsn(request.getfixturevalue("pg_dsn"), schema=request.getfixturevalue("pg_schema"))
+        wh = PostgresWarehouse.from_dsn(
+            request.getfixturevalue("pg_dsn"), schema=request.getfixturevalue("pg_schema")
+        )
     yield wh
     wh.close()
 

@@ -45,8 +45,14 @@ def _partition_rows(wh, part=PART) -> list[tuple]:
 
 def _rows(n: int, tag: str, part=PART) -> list[dict]:
     return [
-        focus_row(part["x_source"], part["x_billing_period"], i, billed_cost=WIDE[i % len(WIDE)],
-                  pricing_quantity=Decimal(f"{i}.{i:012d}"), x_load_id=tag)
+        focus_row(
+            part["x_source"],
+            part["x_billing_period"],
+            i,
+            billed_cost=WIDE[i % len(WIDE)],
+            pricing_quantity=Decimal(f"{i}.{i:012d}"),
+            x_load_id=tag,
+        )
         for i in range(n)
     ]
 
@@ -113,8 +119,10 @@ def test_rows_inserted_directly_are_replaced_by_the_load(pg_wh, tmp_path):
     """Rows INSERTed outside a load land in the DEFAULT partition; loading their key takes over."""
     row = focus_row("a", "2024-01", 99, x_load_id="manual")
     cols = list(row)
-    pg_wh.execute(f"INSERT INTO focus_costs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
-                  [row[c] for c in cols])
+    pg_wh.execute(
+        f"INSERT INTO focus_costs ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})",
+        [row[c] for c in cols],
+    )
     assert pg_wh.query("SELECT count(*) FROM focus_costs_default") == [(1,)]
     rows = _rows(4, "load")
     assert pg_wh.replace_partition("focus_costs", PART, [write_focus(tmp_path / "l.parquet", rows)]) == 4
@@ -149,13 +157,24 @@ def test_load_killed_between_copy_and_attach_keeps_old_partition(pg_dsn, pg_wh, 
         # A reader holding SHARE on focus_costs: the swap's DETACH / ATTACH waits behind it,
         # after the staging table is filled and indexed.
         blocker.execute(f'LOCK TABLE "{pg_wh.schema}".focus_costs IN SHARE MODE')
-        proc = subprocess.Popen([sys.executable, "-c", _LOADER, pg_dsn, pg_wh.schema, str(new_file), app],
-                                cwd=str(tmp_path), env=_env())
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _LOADER, pg_dsn, pg_wh.schema, str(new_file), app],
+            cwd=str(tmp_path),
+            env=_env(),
+        )
         try:
-            _wait(lambda: pg_wh.query(
-                "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
-                "WHERE NOT l.granted AND a.application_name = ?", [app])[0][0] > 0 or proc.poll() is not None,
-                "the load to wait for its swap")
+            _wait(
+                lambda: (
+                    pg_wh.query(
+                        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
+                        "WHERE NOT l.granted AND a.application_name = ?",
+                        [app],
+                    )[0][0]
+                    > 0
+                    or proc.poll() is not None
+                ),
+                "the load to wait for its swap",
+            )
             assert proc.poll() is None, "the loader ended before reaching its swap"
             staged = _stage_tables(pg_wh)
             assert len(staged) == 1
@@ -166,8 +185,12 @@ def test_load_killed_between_copy_and_attach_keeps_old_partition(pg_dsn, pg_wh, 
             if proc.poll() is None:
                 proc.kill()
         blocker.rollback()
-    _wait(lambda: pg_wh.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", [app]) == [(0,)],
-          "the killed load's server sessions to end")
+    _wait(
+        lambda: (
+            pg_wh.query("SELECT count(*) FROM pg_stat_activity WHERE application_name = ?", [app]) == [(0,)]
+        ),
+        "the killed load's server sessions to end",
+    )
     assert [tuple(r) for r in _partition_rows(pg_wh)] == _expected(old)
     assert len(_stage_tables(pg_wh)) == 1  # the crash's leftover
     new = _rows(8, "next")
@@ -202,14 +225,23 @@ def test_migration_moves_existing_rows_and_keeps_indexes(pg_wh, tmp_path):
     assert pg_wh.migrate() == [5]
     assert pg_wh.query("SELECT relkind FROM pg_class WHERE oid = 'focus_costs'::regclass") == [("p",)]
     assert [tuple(r) for r in _partition_rows(pg_wh)] == _expected(a)
-    assert [tuple(r) for r in _partition_rows(pg_wh, {"x_source": "b", "x_billing_period": "2024-02"})] == _expected(b)
+    assert [
+        tuple(r) for r in _partition_rows(pg_wh, {"x_source": "b", "x_billing_period": "2024-02"})
+    ] == _expected(b)
     assert pg_wh.query("SELECT count(*) FROM focus_costs_default") == [(0,)]
-    names = {r[0] for r in pg_wh.query("SELECT indexrelid::regclass::text FROM pg_index "
-                                       "WHERE indrelid = 'focus_costs'::regclass")}
+    names = {
+        r[0]
+        for r in pg_wh.query(
+            "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'focus_costs'::regclass"
+        )
+    }
     assert names == {"focus_costs_partition", "focus_costs_charge_day", "focus_costs_by_resource"}
     assert not pg_wh.table_exists("focus_costs_unpartitioned")
     # A load after the migration builds all three indexes on its new partition.
-    assert pg_wh.replace_partition("focus_costs", PART, [write_focus(tmp_path / "n.parquet", _rows(3, "n"))]) == 3
+    assert (
+        pg_wh.replace_partition("focus_costs", PART, [write_focus(tmp_path / "n.parquet", _rows(3, "n"))])
+        == 3
+    )
     assert pg_wh.query(
         "SELECT count(*) FROM pg_index x JOIN pg_inherits i ON i.inhrelid = x.indrelid "
         "WHERE i.inhparent = 'focus_costs'::regclass AND x.indrelid <> 'focus_costs_default'::regclass"
@@ -233,7 +265,10 @@ def test_swap_gives_way_to_a_reader_then_retries(pg_dsn, pg_wh, tmp_path, monkey
     try:
         new = _rows(4, "new")
         with caplog.at_level(logging.INFO, logger=pg_mod.__name__):
-            assert pg_wh.replace_partition("focus_costs", PART, [write_focus(tmp_path / "new.parquet", new)]) == 4
+            assert (
+                pg_wh.replace_partition("focus_costs", PART, [write_focus(tmp_path / "new.parquet", new)])
+                == 4
+            )
     finally:
         release.join()
         reader.close()

@@ -45,7 +45,7 @@ QUANTITY = [
     Decimal("0.5"),
 ]
 HOSTILE = [
-    "O'Brien \"quoted\"",
+    'O\'Brien "quoted"',
     "'; drop table focus_costs;--",
     "line1\nline2\r\nline3\r",
     "tab\there\\backslash\\\\",
@@ -124,9 +124,13 @@ def test_replace_partition_binary_equals_csv(both, tmp_path):
     # one file whose decimals all fit 64 bits unscaled (the encoder's fast path), one with wider ones
     small = [m for m in MONEY if abs(m.scaleb(10)) < 2**64]
     rows = _rows(small, QUANTITY[:2] + QUANTITY[-1:]) + _rows(first=100)
-    files = [write_focus(tmp_path / "small.parquet", rows[: len(rows) - len(_rows())]),
-             write_focus(tmp_path / "wide.parquet", _rows(first=100))]
-    assert csv_wh.replace_partition("focus_costs", PART, files) == bin_wh.replace_partition("focus_costs", PART, files)
+    files = [
+        write_focus(tmp_path / "small.parquet", rows[: len(rows) - len(_rows())]),
+        write_focus(tmp_path / "wide.parquet", _rows(first=100)),
+    ]
+    assert csv_wh.replace_partition("focus_costs", PART, files) == bin_wh.replace_partition(
+        "focus_costs", PART, files
+    )
     want = _dump(csv_wh, "focus_costs", "charge_description, billed_cost, resource_id")
     got = _dump(bin_wh, "focus_costs", "charge_description, billed_cost, resource_id")
     assert got == want and len(got) == len(rows)
@@ -158,18 +162,33 @@ def _generic() -> pa.Table:
             "ok": pa.array([True, False, None, True, False]),
             "day": pa.array([date(2000, 1, 1), date(1999, 12, 31), None, date(2024, 2, 29), date(1, 1, 1)]),
             "at": pa.array(
-                [datetime(2024, 5, 1, 12, tzinfo=plus2), None, datetime(1999, 1, 1, tzinfo=UTC),
-                 datetime(2030, 1, 1, 0, 0, 0, 5, tzinfo=plus2), datetime(2000, 1, 1, tzinfo=UTC)],
+                [
+                    datetime(2024, 5, 1, 12, tzinfo=plus2),
+                    None,
+                    datetime(1999, 1, 1, tzinfo=UTC),
+                    datetime(2030, 1, 1, 0, 0, 0, 5, tzinfo=plus2),
+                    datetime(2000, 1, 1, tzinfo=UTC),
+                ],
                 pa.timestamp("us", tz="Europe/Paris"),
             ),
             "naive": pa.array(
-                [datetime(2024, 5, 1, 12, 30, 1), None, datetime(2000, 1, 1), datetime(1960, 6, 6), datetime(2100, 1, 1)],
+                [
+                    datetime(2024, 5, 1, 12, 30, 1),
+                    None,
+                    datetime(2000, 1, 1),
+                    datetime(1960, 6, 6),
+                    datetime(2100, 1, 1),
+                ],
                 pa.timestamp("ms"),
             ),
-            "amount": pa.array([Decimal("1.5"), Decimal("-2.25"), None, Decimal("0.001"), Decimal("123456789012")],
-                               pa.decimal128(20, 3)),
-            "money12": pa.array([Decimal("0.005"), Decimal("-0.005"), Decimal("1.004"), None, Decimal("-99.995")],
-                                pa.decimal128(10, 3)),  # more scale than the column: both paths round alike
+            "amount": pa.array(
+                [Decimal("1.5"), Decimal("-2.25"), None, Decimal("0.001"), Decimal("123456789012")],
+                pa.decimal128(20, 3),
+            ),
+            "money12": pa.array(
+                [Decimal("0.005"), Decimal("-0.005"), Decimal("1.004"), None, Decimal("-99.995")],
+                pa.decimal128(10, 3),
+            ),  # more scale than the column: both paths round alike
             "label": pa.array(["a", None, "é🚀", "", "x" * 40], pa.large_string()),
             "code": pa.array(["ab", "abc", None, "", "z"]).dictionary_encode(),
             "doc": pa.array(['{"a": 1}', None, '{"k": "v\\"q", "u": "🚀"}', "[]", '"s"']),
@@ -217,7 +236,9 @@ def test_plan_falls_back_to_csv_where_no_exact_encoding(both):
     assert pg_binary.plan(pa.schema([("x", pa.float32())]), types) is None
     assert pg_binary.plan(pa.schema([("u", pa.string())]), types) is None
     assert pg_binary.plan(pa.schema([("x", pa.float64())]), types) is not None
-    data = pa.table({"x": pa.array([0.1, None], pa.float32()), "u": ["6f1c6f1c-0000-4000-8000-000000000001", None]})
+    data = pa.table(
+        {"x": pa.array([0.1, None], pa.float32()), "u": ["6f1c6f1c-0000-4000-8000-000000000001", None]}
+    )
     for wh in (csv_wh, bin_wh):
         assert wh.insert_arrow("f", data) == 2
     assert _dump(bin_wh, "f", "x") == _dump(csv_wh, "f", "x")

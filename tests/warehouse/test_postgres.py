@@ -73,8 +73,15 @@ def test_query_arrow_types_match_duckdb_shapes(pg_wh):
         "SELECT CAST(? AS NUMERIC(38,10)) AS money, CAST(? AS NUMERIC) AS free_num, CAST(? AS BIGINT) AS n, "
         "CAST(? AS TIMESTAMP) AS ts, CAST(? AS JSONB) AS j, CAST(? AS TEXT) AS s, CAST(? AS BOOLEAN) AS b, "
         "CAST(NULL AS NUMERIC(38,10)) AS nothing, gen_random_uuid() AS u",
-        [Decimal("1.5"), Decimal("12345678901234567890.123456789012"), 7, datetime(2024, 1, 2, 3, 4, 5, 6),
-         '{"team": "ml"}', "x", True],
+        [
+            Decimal("1.5"),
+            Decimal("12345678901234567890.123456789012"),
+            7,
+            datetime(2024, 1, 2, 3, 4, 5, 6),
+            '{"team": "ml"}',
+            "x",
+            True,
+        ],
     )
     assert t.schema.field("money").type == pa.decimal128(38, 10)
     assert pa.types.is_decimal(t.schema.field("free_num").type)
@@ -100,7 +107,9 @@ def test_query_arrow_streams_many_rows(pg_wh):
     from finops.warehouse import postgres_wh
 
     n = postgres_wh.FETCH_ROWS * 2 + 17  # several fetch chunks
-    t = pg_wh.query_arrow("SELECT g AS i, CAST(g AS NUMERIC(38,10)) / 3 AS third FROM generate_series(1, ?) g", [n])
+    t = pg_wh.query_arrow(
+        "SELECT g AS i, CAST(g AS NUMERIC(38,10)) / 3 AS third FROM generate_series(1, ?) g", [n]
+    )
     assert t.num_rows == n
     assert t.column("i").to_pylist()[-1] == n
 
@@ -121,7 +130,9 @@ def test_existing_schema_is_used_by_a_role_that_cannot_create_schemas(pg_dsn, pg
         assert wh.migrate()
         assert wh.table_exists("focus_costs")
         # The role really lacks CREATE on the database (PostgreSQL's default for non-owners).
-        assert wh.query("SELECT has_database_privilege(current_user, current_database(), 'CREATE')") == [(False,)]
+        assert wh.query("SELECT has_database_privilege(current_user, current_database(), 'CREATE')") == [
+            (False,)
+        ]
         wh.close()
     finally:
         with psycopg.connect(pg_dsn, autocommit=True) as admin:

@@ -15,8 +15,9 @@ from tests.fixtures.focus_rows import focus_row, focus_table, write_focus
 def _load(wh, tmp_path, source, period, n, tag="v1", cost="1.25"):
     rows = [focus_row(source, period, i, billed_cost=Decimal(cost), x_load_id=f"{tag}") for i in range(n)]
     f = write_focus(tmp_path / f"{source}-{period}-{tag}.parquet", rows)
-    entry = LoadLogEntry(load_id=tag, source=source, provider="aws", billing_period=period, status="loaded",
-                         files=[f.name])
+    entry = LoadLogEntry(
+        load_id=tag, source=source, provider="aws", billing_period=period, status="loaded", files=[f.name]
+    )
     got = wh.replace_partition("focus_costs", {"x_source": source, "x_billing_period": period}, [f], entry)
     assert got == n
     return entry
@@ -30,7 +31,9 @@ def _counts(wh) -> dict[tuple[str, str], tuple[int, str]]:
 
 
 def _log(wh) -> list[tuple]:
-    return wh.query("SELECT load_id, source, billing_period, status, row_count FROM load_log ORDER BY load_id")
+    return wh.query(
+        "SELECT load_id, source, billing_period, status, row_count FROM load_log ORDER BY load_id"
+    )
 
 
 @pytest.fixture
@@ -86,7 +89,9 @@ def test_corrupt_second_file_rolls_back(loaded, tmp_path):
     bad.write_bytes(data[: len(data) // 2])  # truncated parquet: footer gone
     entry = LoadLogEntry("broken", "a", "aws", "2024-01", "loaded")
     with pytest.raises(Exception):  # noqa: B017 - engines word it differently; state is what matters
-        loaded.replace_partition("focus_costs", {"x_source": "a", "x_billing_period": "2024-01"}, [good, bad], entry)
+        loaded.replace_partition(
+            "focus_costs", {"x_source": "a", "x_billing_period": "2024-01"}, [good, bad], entry
+        )
     _assert_untouched(loaded, before, before_log)
 
 
@@ -98,7 +103,10 @@ def test_type_mismatch_rolls_back(loaded, tmp_path):
     pq.write_table(t, f)
     with pytest.raises(Exception):  # noqa: B017
         loaded.replace_partition(
-            "focus_costs", {"x_source": "a", "x_billing_period": "2024-01"}, [f], LoadLogEntry("x", "a", "aws", "2024-01", "loaded")
+            "focus_costs",
+            {"x_source": "a", "x_billing_period": "2024-01"},
+            [f],
+            LoadLogEntry("x", "a", "aws", "2024-01", "loaded"),
         )
     _assert_untouched(loaded, before, before_log)
 
@@ -106,9 +114,13 @@ def test_type_mismatch_rolls_back(loaded, tmp_path):
 def test_null_in_not_null_column_rolls_back(loaded, tmp_path):
     before, before_log = _counts(loaded), _log(loaded)
     t = focus_table([focus_row("a", "2024-01", i) for i in range(3)])
-    schema = t.schema.set(t.schema.get_field_index("billing_currency"), pa.field("billing_currency", pa.string()))
+    schema = t.schema.set(
+        t.schema.get_field_index("billing_currency"), pa.field("billing_currency", pa.string())
+    )
     t = t.cast(schema)
-    t = t.set_column(t.schema.get_field_index("billing_currency"), "billing_currency", pa.array(["USD", None, "USD"]))
+    t = t.set_column(
+        t.schema.get_field_index("billing_currency"), "billing_currency", pa.array(["USD", None, "USD"])
+    )
     f = tmp_path / "nulls.parquet"
     pq.write_table(t, f)
     with pytest.raises(Exception):  # noqa: B017
@@ -158,8 +170,10 @@ def _replace_at_once(tmp_path, rows: int, open_wh) -> None:
     """Four threads, each with its own warehouse connection, replace one partition at the same moment."""
     import threading
 
-    files = [write_focus(tmp_path / f"r{k}.parquet", [focus_row("a", "2024-03", i) for i in range(rows)])
-             for k in range(4)]
+    files = [
+        write_focus(tmp_path / f"r{k}.parquet", [focus_row("a", "2024-03", i) for i in range(rows)])
+        for k in range(4)
+    ]
     errors: list[BaseException] = []
     barrier = threading.Barrier(4)
 
@@ -198,14 +212,20 @@ def test_files_may_differ_in_optional_columns(any_wh, tmp_path):
     slim_t = focus_table([focus_row("c", "2024-06", 9)]).drop_columns(["resource_id", "tags"])
     slim = tmp_path / "slim.parquet"
     pq.write_table(slim_t, slim)
-    n = any_wh.replace_partition("focus_costs", {"x_source": "c", "x_billing_period": "2024-06"}, [full, slim])
+    n = any_wh.replace_partition(
+        "focus_costs", {"x_source": "c", "x_billing_period": "2024-06"}, [full, slim]
+    )
     assert n == 3
-    assert any_wh.query("SELECT count(*) FROM focus_costs WHERE resource_id IS NULL AND tags IS NULL") == [(1,)]
+    assert any_wh.query("SELECT count(*) FROM focus_costs WHERE resource_id IS NULL AND tags IS NULL") == [
+        (1,)
+    ]
 
 
 def test_failures_are_warehouse_errors(any_wh, tmp_path):
     with pytest.raises(WarehouseError):
-        any_wh.replace_partition("focus_costs", {"x_source": "x", "x_billing_period": "2024-01"}, [tmp_path / "nope.parquet"])
+        any_wh.replace_partition(
+            "focus_costs", {"x_source": "x", "x_billing_period": "2024-01"}, [tmp_path / "nope.parquet"]
+        )
     with pytest.raises(WarehouseError, match="partition key"):
         any_wh.replace_partition("focus_costs", {}, [])
 

@@ -16,7 +16,7 @@ from tests.fixtures.focus_rows import focus_row, write_focus
 PART = {"x_source": "s", "x_billing_period": "2024-05"}
 
 HOSTILE = [
-    "O'Brien \"quoted\"",
+    'O\'Brien "quoted"',
     "'; drop table focus_costs;--",
     "Robert'); DROP TABLE load_log; --",
     "line1\nline2\r\nline3\r",
@@ -42,10 +42,21 @@ def _load(wh, tmp_path, rows):
 
 
 def test_decimal_totals_are_exact(any_wh, tmp_path):
-    amounts = [Decimal("0.1"), Decimal("0.2"), Decimal("0.0000000001"), Decimal("-0.3"), Decimal("1234567.8912345678"),
-               Decimal("0.0000000009"), Decimal("99999999999999999999.9999999999"), Decimal("-0.0000000010")]
+    amounts = [
+        Decimal("0.1"),
+        Decimal("0.2"),
+        Decimal("0.0000000001"),
+        Decimal("-0.3"),
+        Decimal("1234567.8912345678"),
+        Decimal("0.0000000009"),
+        Decimal("99999999999999999999.9999999999"),
+        Decimal("-0.0000000010"),
+    ]
     amounts += [Decimal("0.0133333333")] * 3000  # 10-decimal CUR-style amounts
-    rows = [focus_row("s", "2024-05", i, billed_cost=a, effective_cost=a.copy_negate()) for i, a in enumerate(amounts)]
+    rows = [
+        focus_row("s", "2024-05", i, billed_cost=a, effective_cost=a.copy_negate())
+        for i, a in enumerate(amounts)
+    ]
     assert _load(any_wh, tmp_path, rows) == len(rows)
     with localcontext() as ctx:
         ctx.prec = 80  # the default 28 digits would round the reference total itself
@@ -63,8 +74,15 @@ def test_decimal_totals_are_exact(any_wh, tmp_path):
 
 def test_hostile_strings_round_trip_byte_identical(any_wh, tmp_path):
     rows = [
-        focus_row("s", "2024-05", i, charge_description=s, resource_id=f"r{i}", resource_name=s,
-                  tags=json.dumps({"team": s, s[:200]: "key-is-hostile"}))
+        focus_row(
+            "s",
+            "2024-05",
+            i,
+            charge_description=s,
+            resource_id=f"r{i}",
+            resource_name=s,
+            tags=json.dumps({"team": s, s[:200]: "key-is-hostile"}),
+        )
         for i, s in enumerate(HOSTILE)
     ]
     _load(any_wh, tmp_path, rows)
@@ -82,9 +100,9 @@ def test_hostile_strings_round_trip_byte_identical(any_wh, tmp_path):
     assert got_tags == {f"r{i}": s for i, s in enumerate(HOSTILE)}
     for i, s in enumerate(HOSTILE):
         key_sql, key_p = json_get(any_wh.dialect, "tags", s[:200])
-        assert any_wh.query(f"SELECT {key_sql} FROM focus_costs WHERE resource_id = ?", [*key_p, f"r{i}"]) == [
-            ("key-is-hostile",)
-        ]
+        assert any_wh.query(
+            f"SELECT {key_sql} FROM focus_costs WHERE resource_id = ?", [*key_p, f"r{i}"]
+        ) == [("key-is-hostile",)]
 
 
 def test_null_and_empty_string_stay_distinct(any_wh, tmp_path):
@@ -100,15 +118,27 @@ def test_null_and_empty_string_stay_distinct(any_wh, tmp_path):
 
 
 def test_json_tags_queryable_and_grouped(any_wh, tmp_path):
-    rows = [focus_row("s", "2024-05", i, billed_cost=Decimal("0.1"),
-                      tags=json.dumps({"team": ["ml", "web"][i % 2], "env": "prod"} if i < 9 else {}))
-            for i in range(10)]
+    rows = [
+        focus_row(
+            "s",
+            "2024-05",
+            i,
+            billed_cost=Decimal("0.1"),
+            tags=json.dumps({"team": ["ml", "web"][i % 2], "env": "prod"} if i < 9 else {}),
+        )
+        for i in range(10)
+    ]
     _load(any_wh, tmp_path, rows)
     team_sql, team_p = json_get(any_wh.dialect, "tags", "team")
     res = any_wh.query(
-        f"SELECT {team_sql} AS team, sum(billed_cost) FROM focus_costs GROUP BY 1 ORDER BY 1 NULLS LAST", team_p
+        f"SELECT {team_sql} AS team, sum(billed_cost) FROM focus_costs GROUP BY 1 ORDER BY 1 NULLS LAST",
+        team_p,
     )
-    assert [(r[0], Decimal(r[1])) for r in res] == [("ml", Decimal("0.5")), ("web", Decimal("0.4")), (None, Decimal("0.1"))]
+    assert [(r[0], Decimal(r[1])) for r in res] == [
+        ("ml", Decimal("0.5")),
+        ("web", Decimal("0.4")),
+        (None, Decimal("0.1")),
+    ]
     has_sql, has_p = json_has_key(any_wh.dialect, "tags", "env")
     assert any_wh.query(f"SELECT count(*) FROM focus_costs WHERE {has_sql}", has_p) == [(9,)]
     # Stored JSON reads back as JSON text on both engines.
@@ -123,7 +153,10 @@ def test_timestamps_keep_microseconds_and_utc(any_wh):
     any_wh.insert_arrow("ts_probe", pa.table({"k": ["aware"], "seen": aware}))
     any_wh.insert_arrow("ts_probe", pa.table({"k": ["naive"], "seen": naive}))
     got = dict(any_wh.query("SELECT k, seen FROM ts_probe"))
-    assert got == {"aware": datetime(2024, 5, 1, 12, 0, 0, 123456), "naive": datetime(2024, 12, 31, 23, 59, 59, 999999)}
+    assert got == {
+        "aware": datetime(2024, 5, 1, 12, 0, 0, 123456),
+        "naive": datetime(2024, 12, 31, 23, 59, 59, 999999),
+    }
     t = any_wh.query_arrow("SELECT seen FROM ts_probe ORDER BY k")
     assert t.schema.field("seen").type == pa.timestamp("us")
 

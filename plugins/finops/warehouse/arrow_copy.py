@@ -38,7 +38,11 @@ def _has_nul(arr: pa.ChunkedArray | pa.Array) -> bool:
         offs = np.frombuffer(c.buffers()[1], dtype=width, count=c.offset + len(c) + 1)
         data = c.buffers()[2]
         lo, hi = int(offs[c.offset]), int(offs[-1])
-        if data is not None and hi > lo and np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo).min() == 0:
+        if (
+            data is not None
+            and hi > lo
+            and np.frombuffer(data, dtype=np.uint8, count=hi - lo, offset=lo).min() == 0
+        ):
             # a NULL slot may span bytes: confirm on the values themselves
             return bool(pc.any(pc.match_substring(c, "\x00")).as_py())
     return False

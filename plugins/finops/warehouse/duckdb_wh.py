@@ -185,7 +185,8 @@ class DuckDBWarehouse:
                 for stmt in m.statements(self.dialect):
                     self.con.execute(stmt)
                 self.con.execute(
-                    "INSERT INTO schema_migrations (version, description) VALUES (?, ?)", [m.version, m.description]
+                    "INSERT INTO schema_migrations (version, description) VALUES (?, ?)",
+                    [m.version, m.description],
                 )
                 self.con.execute("COMMIT")
             except Exception:
@@ -201,7 +202,9 @@ class DuckDBWarehouse:
         row = log_entry.row()
         cols = ", ".join(LOAD_LOG_COLUMNS)
         marks = ", ".join("?" for _ in LOAD_LOG_COLUMNS)
-        self.con.execute(f"INSERT INTO load_log ({cols}) VALUES ({marks})", [row[c] for c in LOAD_LOG_COLUMNS])
+        self.con.execute(
+            f"INSERT INTO load_log ({cols}) VALUES ({marks})", [row[c] for c in LOAD_LOG_COLUMNS]
+        )
 
     def append_log(self, log_entry: LoadLogEntry) -> None:
         self._insert_log(log_entry)
@@ -218,7 +221,11 @@ class DuckDBWarehouse:
             # union_by_name: files of one delivery may differ in optional columns (missing -> NULL,
             # and NOT NULL constraints still refuse a missing required column).
             inserted = self._replace_in_tx(
-                "replace_partition", table, partition, lambda: self._bulk_insert(table, files) if files else 0, log=log
+                "replace_partition",
+                table,
+                partition,
+                lambda: self._bulk_insert(table, files) if files else 0,
+                log=log,
             )
         except WarehouseError:
             raise
@@ -341,7 +348,9 @@ class DuckDBWarehouse:
         self.con.execute("BEGIN")
         try:
             on = " AND ".join(f"{_ident(table)}.{_ident(k)} IS NOT DISTINCT FROM i.{_ident(k)}" for k in keys)
-            self.con.execute(f"DELETE FROM {_ident(table)} WHERE EXISTS (SELECT 1 FROM _finops_incoming i WHERE {on})")
+            self.con.execute(
+                f"DELETE FROM {_ident(table)} WHERE EXISTS (SELECT 1 FROM _finops_incoming i WHERE {on})"
+            )
             cols = ", ".join(_ident(c) for c in data.column_names)
             res = self.con.execute(
                 f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM _finops_incoming"

@@ -82,12 +82,12 @@ def column_array(values: list[Any], typ: pa.DataType | None, type_code: int) -> 
     return pa.array(values, typ)
 
 
-def rows_to_table(names: list[str], types: list[tuple[int, int | None, int | None]], rows: list[tuple]) -> pa.Table:
+def rows_to_table(
+    names: list[str], types: list[tuple[int, int | None, int | None]], rows: list[tuple]
+) -> pa.Table:
     """Build a table from fetched rows (column-wise, one chunk)."""
     cols = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    arrays = [
-        column_array(list(cols[i]), arrow_type(*types[i]), types[i][0]) for i in range(len(names))
-    ]
+    arrays = [column_array(list(cols[i]), arrow_type(*types[i]), types[i][0]) for i in range(len(names))]
     return pa.Table.from_arrays(arrays, names=names)
 
 

@@ -103,7 +103,9 @@ def _text(arr: pa.Array, prefix: bytes = b"") -> list[pa.Array]:
         pre = pa.scalar(prefix, pa.binary())
         parts.append(pa.repeat(pre, n) if valid is None else pc.if_else(pa.array(valid), pre, b""))
     # a NULL's offsets span no bytes, so the value array needs no filling; only its validity goes
-    parts.append(pa.Array.from_buffers(pa.binary(), n, [None, arr.buffers()[1], arr.buffers()[2]], offset=arr.offset))
+    parts.append(
+        pa.Array.from_buffers(pa.binary(), n, [None, arr.buffers()[1], arr.buffers()[2]], offset=arr.offset)
+    )
     return parts
 
 
@@ -193,7 +195,9 @@ def _numeric_digits_small(mag: np.ndarray, scale: int, pad: int) -> tuple[np.nda
     return digits, frac_groups
 
 
-def _numeric_digits_wide(limbs: list[np.ndarray], precision: int, scale: int, pad: int) -> tuple[np.ndarray, int]:
+def _numeric_digits_wide(
+    limbs: list[np.ndarray], precision: int, scale: int, pad: int
+) -> tuple[np.ndarray, int]:
     """Base-10000 digits of any decimal128 magnitude by long division on 32-bit limbs."""
     n = len(limbs[0])
     if pad:

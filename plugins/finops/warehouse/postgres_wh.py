@@ -155,7 +155,9 @@ class PostgresWarehouse:
         if not conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", [schema]).fetchone():
             with conn.transaction():
                 # Two processes creating the schema at once would race on pg_namespace.
-                conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"finops.schema.{schema}"])
+                conn.execute(
+                    "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [f"finops.schema.{schema}"]
+                )
                 conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_ident(schema)}")
         conn.execute("SELECT set_config('search_path', %s, false)", [_ident(schema)])
 
@@ -342,7 +344,9 @@ class PostgresWarehouse:
         )
         return {r[0]: r[1] for r in rows}
 
-    def _check_columns(self, table: str, columns: Sequence[str], what: str, have: dict[str, str] | None = None) -> None:
+    def _check_columns(
+        self, table: str, columns: Sequence[str], what: str, have: dict[str, str] | None = None
+    ) -> None:
         have = self._column_types(table) if have is None else have
         if not have:
             raise WarehouseError(f"table {table!r} does not exist in schema {self.schema!r}")
@@ -380,6 +384,7 @@ class PostgresWarehouse:
         log: LoadLogEntry | None = None,
     ) -> int:
         import pyarrow.parquet as pq
+
         where = " AND ".join(f"{_ident(k)} = ?" for k in partition)
         lock_key = self._lock_key(table, partition)
         inserted = 0
@@ -391,7 +396,9 @@ class PostgresWarehouse:
                 current = Path(path)
                 files.append(pq.ParquetFile(current, pre_buffer=False))
             current = None
-            progress = Progress(f"{label}: COPY into {self.schema}.{table}", sum(f.metadata.num_rows for f in files))
+            progress = Progress(
+                f"{label}: COPY into {self.schema}.{table}", sum(f.metadata.num_rows for f in files)
+            )
             with self.conn.transaction(), self.conn.cursor() as cur:
                 # Serialise loads of the same partition: two concurrent DELETE+COPY would both insert.
                 cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", [lock_key])
@@ -402,7 +409,9 @@ class PostgresWarehouse:
                 for path, pf in zip(parquet_files, files, strict=True):
                     current = Path(path)
                     batches = pf.iter_batches(batch_size=COPY_BATCH_ROWS)
-                    inserted += self._copy(cur, table, pf.schema_arrow, batches, progress, f"parquet file {current.name}")
+                    inserted += self._copy(
+                        cur, table, pf.schema_arrow, batches, progress, f"parquet file {current.name}"
+                    )
                 current = None
                 if log is not None:
                     log.row_count = inserted
@@ -464,7 +473,6 @@ class PostgresWarehouse:
             cur.execute(f"INSERT INTO {_ident(table)} ({cols}) SELECT {cols} FROM {_ident(tmp)}")
             return max(cur.rowcount, 0)
 
-
     # -- partition swap ----------------------------------------------------------------
     def _qual(self, name: str) -> str:
         return f"{_ident(self.schema)}.{_ident(name)}"
@@ -489,7 +497,9 @@ class PostgresWarehouse:
             log.info("dropping %s.%s, left by a load that stopped before its swap", self.schema, name)
             self.execute(f"DROP TABLE IF EXISTS {_ident(name)}")
 
-    def _replace_by_swap(self, partition: dict[str, Any], parquet_files: Sequence[Path], entry: LoadLogEntry | None) -> int:
+    def _replace_by_swap(
+        self, partition: dict[str, Any], parquet_files: Sequence[Path], entry: LoadLogEntry | None
+    ) -> int:
         """COPY into a fresh table over several connections, index it, then detach + drop the
         old partition and attach the new one in one transaction. Until that transaction commits
         the old partition is what readers see; a failure drops the staging table, a crash
@@ -529,12 +539,22 @@ class PostgresWarehouse:
                         f"ALTER TABLE {_ident(stage)} ADD CONSTRAINT {_ident(stage + '_bound')} "
                         f"CHECK ({KEY_SQL} IS NOT NULL AND {KEY_SQL} = {bound})"
                     )
-                    progress = Progress(f"{label}: COPY into {self.schema}.{table}", sum(m.num_rows for m in metas))
+                    progress = Progress(
+                        f"{label}: COPY into {self.schema}.{table}", sum(m.num_rows for m in metas)
+                    )
                     inserted = self._parallel_copy(stage, table, types, parquet_files, metas, progress)
                     self._build_indexes(table, stage)
                 for attempt in range(1, SWAP_LOCK_TRIES + 1):
                     try:
-                        self._swap(stage if staged else None, part, key, bound, attempt < SWAP_LOCK_TRIES, entry, inserted)
+                        self._swap(
+                            stage if staged else None,
+                            part,
+                            key,
+                            bound,
+                            attempt < SWAP_LOCK_TRIES,
+                            entry,
+                            inserted,
+                        )
                         break
                     except psycopg.errors.LockNotAvailable:
                         if attempt == SWAP_LOCK_TRIES:
@@ -546,7 +566,11 @@ class PostgresWarehouse:
             except WarehouseError:
                 raise
             except Exception as e:
-                err = DataRefused if isinstance(e, psycopg.DataError | psycopg.IntegrityError) else WarehouseError
+                err = (
+                    DataRefused
+                    if isinstance(e, psycopg.DataError | psycopg.IntegrityError)
+                    else WarehouseError
+                )
                 raise err(f"replace_partition {table} {partition} failed: {e}") from e
             finally:
                 if staged:
@@ -556,7 +580,14 @@ class PostgresWarehouse:
                         log.warning("could not drop staging table %s.%s", self.schema, stage, exc_info=True)
 
     def _swap(
-        self, stage: str | None, part: str, key: str, bound: str, timed: bool, entry: LoadLogEntry | None, rows: int
+        self,
+        stage: str | None,
+        part: str,
+        key: str,
+        bound: str,
+        timed: bool,
+        entry: LoadLogEntry | None,
+        rows: int,
     ) -> None:
         """One transaction: detach + drop the old partition, clear the key from the DEFAULT
         partition, attach `stage` as the partition, write load_log. DETACH locks focus_costs
@@ -579,7 +610,9 @@ class PostgresWarehouse:
                 cur.execute(f"DELETE FROM {_ident(DEFAULT_PART)} WHERE {KEY_SQL} = %s", [key])
             if stage is not None:
                 cur.execute(f"ALTER TABLE {_ident(stage)} RENAME TO {_ident(part)}")
-                cur.execute(f"ALTER TABLE {_ident(table)} ATTACH PARTITION {_ident(part)} FOR VALUES IN ({bound})")
+                cur.execute(
+                    f"ALTER TABLE {_ident(table)} ATTACH PARTITION {_ident(part)} FOR VALUES IN ({bound})"
+                )
             if entry is not None:
                 cur.execute("SET LOCAL lock_timeout = 0")
                 entry.row_count = rows
@@ -596,7 +629,9 @@ class PostgresWarehouse:
     ) -> int:
         """COPY the files into `stage`, one contiguous range of (file, row group) per connection:
         the server writes each connection's rows in its own backend, in parallel."""
-        units = [(f, rg, m.row_group(rg).num_rows) for f, m in enumerate(metas) for rg in range(m.num_row_groups)]
+        units = [
+            (f, rg, m.row_group(rg).num_rows) for f, m in enumerate(metas) for rg in range(m.num_row_groups)
+        ]
         shares = _split_units(units, self.copy_connections)
         target = self._qual(stage)
         errors: list[BaseException] = []
@@ -608,7 +643,9 @@ class PostgresWarehouse:
                 if conn is None:
                     conn = self._open_extra()
                     try:
-                        counts[i] = self._copy_share(conn, table, target, types, paths, shares[i], progress, stop)
+                        counts[i] = self._copy_share(
+                            conn, table, target, types, paths, shares[i], progress, stop
+                        )
                     finally:
                         conn.close()
                 else:
@@ -649,8 +686,16 @@ class PostgresWarehouse:
             try:
                 with conn.cursor() as cur:
                     batches = _until(stop, pf.iter_batches(batch_size=COPY_BATCH_ROWS, row_groups=groups))
-                    rows += self._copy(cur, table, pf.schema_arrow, batches, progress, f"parquet file {path.name}",
-                                       types=types, target=target)
+                    rows += self._copy(
+                        cur,
+                        table,
+                        pf.schema_arrow,
+                        batches,
+                        progress,
+                        f"parquet file {path.name}",
+                        types=types,
+                        target=target,
+                    )
             finally:
                 pf.close()
         return rows
@@ -670,7 +715,9 @@ class PostgresWarehouse:
             m = _INDEXDEF_RE.match(d)
             if m is None:
                 raise WarehouseError(f"cannot rebuild index of {table} for its staging table: {d}")
-            stmts.append(f"CREATE {m.group(1) or ''}INDEX {_ident(f'{stage}_i{k}')} ON {self._qual(stage)} {m.group(2)}")
+            stmts.append(
+                f"CREATE {m.group(1) or ''}INDEX {_ident(f'{stage}_i{k}')} ON {self._qual(stage)} {m.group(2)}"
+            )
         n = min(self.copy_connections, len(stmts))
         errors: list[BaseException] = []
 
@@ -691,7 +738,7 @@ class PostgresWarehouse:
         for t in threads:
             t.start()
         if stmts:
-            work(stmts[0::max(n, 1)], self.conn)
+            work(stmts[0 :: max(n, 1)], self.conn)
         for t in threads:
             t.join()
         if errors:

@@ -47,7 +47,9 @@ def to_pyformat(sql: str) -> tuple[str, int]:
             out.append("%%")
         elif kind == "open":
             # `$1` style positional params are not dollar quotes: only `$tag$` / `$$` reach here.
-            raise WarehouseError(f"unterminated quote or comment in SQL near: {sql[m.start() : m.start() + 40]!r}")
+            raise WarehouseError(
+                f"unterminated quote or comment in SQL near: {sql[m.start() : m.start() + 40]!r}"
+            )
         else:
             out.append(m.group(0).replace("%", "%%"))
     out.append(sql[pos:])
