@@ -37,9 +37,9 @@ def test_validate_bench():
 def test_warehouse_load_bench(pg_dsn):
     out = _run("warehouse_load.py", "--rows", "2000", "--pg-dsn", pg_dsn)
     lines = [line for line in out.splitlines() if "rows/s=" in line]
-    # duckdb, postgresql csv COPY, postgresql binary COPY x first load / restatement
-    assert len(lines) == 6 and all(line.endswith("check=ok") for line in lines), out
-    assert "postgresql binary vs csv:" in out
+    # duckdb, postgresql csv COPY, binary COPY, partition swap x first load / restatement
+    assert len(lines) == 8 and all(line.endswith("check=ok") for line in lines), out
+    assert "postgresql binary vs csv:" in out and "swap x2 vs binary:" in out
 
 
 def test_anomaly_bench_on_a_short_history():

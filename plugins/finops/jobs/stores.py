@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import quote
 
+from finops.exceptions import CloudActionError
+
 
 class Store(Protocol):
     def put(self, name: str, data: bytes) -> None: ...
@@ -140,7 +142,7 @@ _GCS_SCOPE = "https://www.googleapis.com/auth/devstorage.read_write"
 _RETRY_STATUS = (429, 500, 502, 503, 504)
 
 
-class GCSError(RuntimeError):
+class GCSError(CloudActionError, RuntimeError):
     """A GCS JSON API call that failed for a reason other than 'no such object'."""
 
 

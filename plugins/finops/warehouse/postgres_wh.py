@@ -745,7 +745,7 @@ class PostgresWarehouse:
             raise errors[0]
 
 
-class _Stopped(Exception):
+class _Stopped(WarehouseError):
     """Another connection's COPY failed: this one stops (its COPY is aborted)."""
 
 
