@@ -59,7 +59,7 @@ async function loadJobs() {
   } catch (err) { showError(box, err); }
 }
 
-async function loadShowback() {
+async function loadJobShowback() {
   let box = document.getElementById("jobs-showback");
   if (!box) {  // below the jobs table: showback per team
     const table = document.getElementById("jobs-table");
@@ -79,4 +79,4 @@ async function loadShowback() {
   } catch (err) { showError(box, err); }
 }
 
-document.addEventListener("DOMContentLoaded", () => { loadJobs(); loadShowback(); });
+document.addEventListener("DOMContentLoaded", () => { loadJobs(); loadJobShowback(); });
