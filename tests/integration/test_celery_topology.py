@@ -185,8 +185,11 @@ def test_dags_on_celery_and_a_killed_worker_loses_no_cost(
                 "SELECT a.pid FROM pg_stat_activity a WHERE a.datname = current_database() "
                 "AND a.wait_event_type = 'Lock' AND a.query ILIKE 'INSERT INTO load_log%%' "
                 "AND EXISTS (SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
-                "            WHERE l.pid = a.pid AND l.granted AND c.relname = 'focus_costs' "
-                "            AND l.mode IN ('RowExclusiveLock', 'AccessExclusiveLock'))"
+                # DELETE + COPY writes focus_costs; the partition swap detaches / attaches its
+                # partition (focus_costs or focus_costs_p_*, whichever lock the swap took first)
+                "            WHERE l.pid = a.pid AND l.granted AND c.relname LIKE 'focus\\_costs%%' "
+                "            AND l.mode IN ('RowExclusiveLock', 'ShareUpdateExclusiveLock', "
+                "                           'ShareRowExclusiveLock', 'AccessExclusiveLock'))"
             ).fetchall()
             return (tis[0], rows[0][0]) if rows else None
 
