@@ -259,6 +259,21 @@ class Topology:
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self, timeout: float = 150.0) -> Topology:
+        """Start every service; when a port picked free was taken before a service bound it
+        (another test process on this machine), start again on fresh ports, at most 3 times."""
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout)
+            except (TopologyError, TimeoutError) as e:
+                if "address already in use" not in str(e) or attempt == 2:
+                    raise
+                self.stop()
+                self.services.clear()
+                self.workers.clear()
+                self.api_port = 0
+        raise AssertionError("unreachable")
+
+    def _start_once(self, timeout: float) -> Topology:
         t0 = time.monotonic()
         self.home.mkdir(parents=True, exist_ok=True)
         self.build_env()
