@@ -311,7 +311,7 @@ def commitments(run_dag: RunDag, slack: SlackCatcher) -> StageResult:
                 "FROM commitment_utilisation) GROUP BY 1, 2, 3 ORDER BY 1, 2 LIMIT 6"
             )
             cover = wh.query(
-                "SELECT provider, currency, sum(covered_effective), sum(eligible_effective) FROM commitment_coverage "
+                "SELECT provider, currency, sum(covered_list), sum(eligible_list) FROM commitment_coverage "
                 "WHERE billing_period = (SELECT max(billing_period) FROM commitment_coverage) GROUP BY 1, 2 ORDER BY 1"
             )
             ending = wh.query(
@@ -324,12 +324,12 @@ def commitments(run_dag: RunDag, slack: SlackCatcher) -> StageResult:
             )
         finally:
             wh.close()
-        res.lines.append("  Coverage, last month (effective cost under a commitment / eligible):")
+        res.lines.append("  Coverage, last month (at list price: covered / (covered + on-demand eligible)):")
         for prov, cur, covered, eligible in cover:
-            share = Decimal(str(covered)) / Decimal(str(eligible)) if eligible else Decimal(0)
-            res.lines.append(
-                f"    {prov:<7} {Decimal(str(covered)):>12.2f} / {Decimal(str(eligible)):>12.2f} {cur}  ({share:.0%})"
-            )
+            c, e = Decimal(str(covered)), Decimal(str(eligible))
+            share = c / (c + e) if c + e else Decimal(0)
+            res.lines.append(f"    {prov:<7} {c:>12.2f} covered, {e:>12.2f} on demand {cur}  ({share:.0%})")
+            res.need(0 <= share <= 1, f"{prov} coverage {share} is outside 0-100 %")
         res.need(bool(cover), "no commitment coverage computed")
         res.lines.append("  Utilisation, last month (used / unused commitment):")
         for prov, cid, cur, used, unused in util:
@@ -350,7 +350,7 @@ def commitments(run_dag: RunDag, slack: SlackCatcher) -> StageResult:
         for prov, product, term, pay, hourly, monthly, drop, cur in advice:
             res.lines.append(
                 f"    {prov:<7} {product:<22} {term}y {pay:<16} commit {Decimal(str(hourly)):>8.3f}/h  "
-                f"saves {Decimal(str(monthly)):>9.2f}/month; if usage falls 20 %: {Decimal(str(drop)):>10.2f} over the term {cur}"
+                f"saves {Decimal(str(monthly)):>9.2f}/month; if usage falls 20 %: saves {Decimal(str(drop)):>10.2f} over the term {cur}"
             )
         res.need(bool(advice), "no purchase advice computed")
 
