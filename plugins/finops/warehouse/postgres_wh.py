@@ -528,9 +528,17 @@ class PostgresWarehouse:
                 inserted = 0
                 if parquet_files:
                     types = self._column_types(table)
+                    # the staged table becomes the partition: it goes where the parent puts its
+                    # partitions (ALTER TABLE focus_costs SET TABLESPACE), not to the default
+                    space = self.query(
+                        "SELECT t.spcname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                        "JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE n.nspname = ? AND c.relname = ?",
+                        [self.schema, table],
+                    )
                     self.execute(
                         f"CREATE TABLE {_ident(stage)} (LIKE {_ident(table)} INCLUDING DEFAULTS "
                         "INCLUDING CONSTRAINTS INCLUDING GENERATED)"
+                        + (f" TABLESPACE {_ident(space[0][0])}" if space else "")
                     )
                     staged = True
                     # The partition bound as a CHECK: rows of another partition are refused as
