@@ -23,33 +23,13 @@ from finops.policies.audit import DONE as DONE
 from finops.policies.audit import FAILED as FAILED
 from finops.policies.audit import NOT_ATTEMPTED as NOT_ATTEMPTED
 from finops.policies.audit import PENDING as PENDING
+from finops.policies.audit import POLICY_ACTION_COLUMNS as _COLS
 from finops.policies.audit import UNKNOWN as UNKNOWN
 from finops.policies.audit import outcome_unknown
 from finops.warehouse.base import Warehouse
 
 log = logging.getLogger(__name__)
 POLICY = "gpu-benchmark"
-_COLS = (
-    "action_id",
-    "run_id",
-    "policy",
-    "policy_kind",
-    "provider",
-    "account",
-    "region",
-    "resource_id",
-    "resource_name",
-    "owner",
-    "decision",
-    "action",
-    "result",
-    "reason",
-    "dry_run",
-    "evidence",
-    "created_at",
-    "status",
-    "updated_at",
-)
 
 
 def record(

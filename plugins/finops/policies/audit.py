@@ -19,7 +19,8 @@ from typing import Any
 from finops.policies.decide import Decision, TagCheck
 from finops.warehouse.base import Warehouse
 
-_PA_COLS = (
+# the columns of one policy_actions row, in table order (the benchmark's audit writes the same rows)
+POLICY_ACTION_COLUMNS = (
     "action_id",
     "run_id",
     "policy",
@@ -113,7 +114,7 @@ def write_rows(wh: Warehouse, run_id: str, kind: str, entries: Sequence[Entry], 
         return []
     at = db_now(wh)
     ids = [uuid.uuid4().hex for _ in entries]
-    cols: dict[str, list[Any]] = {c: [] for c in _PA_COLS}
+    cols: dict[str, list[Any]] = {c: [] for c in POLICY_ACTION_COLUMNS}
     for aid, e in zip(ids, entries, strict=True):
         d, r = e.decision, e.decision.resource
         values = (
@@ -137,7 +138,7 @@ def write_rows(wh: Warehouse, run_id: str, kind: str, entries: Sequence[Entry], 
             e.status,
             at,
         )
-        for c, v in zip(_PA_COLS, values, strict=True):
+        for c, v in zip(POLICY_ACTION_COLUMNS, values, strict=True):
             cols[c].append(v)
     types = {"dry_run": pa.bool_(), "created_at": pa.timestamp("us"), "updated_at": pa.timestamp("us")}
     wh.insert_arrow(
