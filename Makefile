@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export FINOPS_HOME ?= $(CURDIR)/.finops
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo ui test lint lock services focus-validator focus-converters node-tools chromium clean
+.PHONY: setup demo ui test lint lock services focus-validator focus-converters node-tools chromium compose clean
 
 setup: $(STAMP)
 
@@ -50,6 +50,10 @@ node_modules/.bin/azurite-blob: package.json package-lock.json
 chromium:
 	@bash scripts/ensure_chromium.sh
 
+# Docker Compose (plugin or Debian's docker-compose) to render docker-compose.yaml in the tests.
+compose:
+	@bash scripts/ensure_compose.sh
+
 demo: setup node-tools
 	$(BIN)/finops demo
 
@@ -58,7 +62,7 @@ demo: setup node-tools
 ui: setup
 	$(BIN)/python -m finops.demo.ui $(UI_ARGS)
 
-test: setup services focus-validator focus-converters node-tools chromium
+test: setup services focus-validator focus-converters node-tools chromium compose
 	$(BIN)/ruff check plugins dags tests bench
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=15 tests
