@@ -5,7 +5,10 @@ outside pytest (the demo) and by the test fixtures alike, so both run against th
   Offline: its engine runs `INSTALL spatial` / `LOAD spatial` at start (GEOGRAPHY support,
   downloaded from extensions.duckdb.org) and refuses to start without it. Billing exports
   have no GEOGRAPHY columns, so `DuckDBEngine._load_spatial` is a no-op while it runs (and
-  `_load_format_extensions`, best-effort Avro, is skipped too).
+  `_load_format_extensions`, best-effort Avro, is skipped too). Its Storage Read API (gRPC)
+  reads tables but not the anonymous table a query's result lives in, which is what Google's
+  client reads a large result from; `_serve_query_results_over_grpc` materialises that table
+  on the first read, so extracts take the same Storage Read path as on BigQuery.
 - `azurite()`: the Azurite blob service (`node_modules/.bin/azurite-blob`, put there by
   `npm ci`), in memory, on a free loopback port.
 - `lambda_api()`: a stdlib HTTP server speaking the real `/api/v1/instances` and
@@ -22,6 +25,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -95,6 +99,43 @@ def process_logging_kept() -> Iterator[None]:
 
 
 # ------------------------------------------------------------------ GCP: bqemulator
+_ANON_RESULT = re.compile(r'"(?P<schema>[A-Za-z0-9_.:-]+___bqemu_anonymous)"\."anon(?P<job>[0-9a-f]{32})"')
+_GRPC_ENDPOINTS: dict[str, str] = {}  # emulator REST URL -> its gRPC host:port
+STORAGE_READ_SESSIONS: dict[str, int] = {}  # emulator REST URL -> query results read over gRPC
+
+
+def _serve_query_results_over_grpc(server: Any, url: str) -> None:
+    """Let the emulator's Storage Read API read a query's anonymous result table: when a read
+    names one that is not in DuckDB yet, create it from the job's result (which the emulator
+    keeps in memory for its REST pages). A gap of the emulator filled here, not a change of
+    what our code sends."""
+    from bqemulator.jobs.executor import JOB_RESULTS
+
+    engine = server._engine
+    fetch = engine.fetch_arrow
+    lock = threading.Lock()
+
+    def fetch_arrow(sql: str, parameters: list[Any] | None = None) -> Any:
+        for m in _ANON_RESULT.finditer(sql):
+            flat = m["job"]
+            job_id = f"{flat[:8]}-{flat[8:12]}-{flat[12:16]}-{flat[16:20]}-{flat[20:]}"
+            result = JOB_RESULTS.get(job_id)
+            if result is None:
+                continue
+            with lock:
+                name = f"__finops_anon_{flat}"
+                engine.connection.register(name, result)
+                try:
+                    engine.execute(f'CREATE SCHEMA IF NOT EXISTS "{m["schema"]}"')
+                    engine.execute(f'CREATE TABLE IF NOT EXISTS {m[0]} AS SELECT * FROM "{name}"')
+                finally:
+                    engine.connection.unregister(name)
+                STORAGE_READ_SESSIONS[url] = STORAGE_READ_SESSIONS.get(url, 0) + 1
+        return fetch(sql, parameters)
+
+    engine.fetch_arrow = fetch_arrow
+
+
 class ThreadedBigQuery:
     """bqemulator on its own thread + event loop. (bqemulator.testing has one, but importing
     that package pulls in testcontainers / Docker, which we neither have nor need.)"""
@@ -136,12 +177,12 @@ class ThreadedBigQuery:
 
 
 def gcp_connection(endpoint: str, project: str) -> dict[str, Any]:
-    """Connection for BigQueryHook; finops.sources.gcp_bigquery honours `api_endpoint` and
-    `anonymous` (emulator only)."""
-    return {
-        "conn_type": "google_cloud_platform",
-        "extra": {"project": project, "api_endpoint": endpoint, "anonymous": True},
-    }
+    """Connection for BigQueryHook; finops.sources.gcp_bigquery honours `api_endpoint`,
+    `storage_api_endpoint` (the emulator's gRPC port) and `anonymous` (emulator only)."""
+    extra: dict[str, Any] = {"project": project, "api_endpoint": endpoint, "anonymous": True}
+    if endpoint in _GRPC_ENDPOINTS:
+        extra["storage_api_endpoint"] = _GRPC_ENDPOINTS[endpoint]
+    return {"conn_type": "google_cloud_platform", "extra": extra}
 
 
 @contextlib.contextmanager
@@ -171,6 +212,8 @@ def bigquery_emulator(
     try:
         emu.start()
         url = emu.server.rest_url
+        _GRPC_ENDPOINTS[url] = emu.server.grpc_endpoint
+        _serve_query_results_over_grpc(emu.server, url)
         if conn_id is not None:
             os.environ.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
         with airflow_connection(conn_id, gcp_connection(url, project)):

@@ -96,15 +96,27 @@ def bq_client(conn_id: str, project: str | None = None):
 
 
 def bqstorage_client(conn_id: str) -> Any | None:
-    """A BigQueryReadClient with the connection's credentials for real BigQuery; None when the
-    connection points at an emulator (`api_endpoint` in its extra), whose results are read over
-    REST. The Storage Read API is what Google's client library itself picks for large results
-    (a month of a detailed export is millions of rows); REST pages are read one after another."""
+    """A BigQueryReadClient for the extract's large results: the Storage Read API is what
+    Google's client library itself picks for them (a month of a detailed export is millions of
+    rows; REST pages are read one after another). Real BigQuery: the connection's credentials.
+    An emulator (`api_endpoint` + `anonymous` in the extra): its gRPC `storage_api_endpoint`
+    over a plaintext local channel, or None (REST pages) when it names none."""
     from airflow.sdk import BaseHook
 
-    if BaseHook.get_connection(conn_id).extra_dejson.get("api_endpoint"):
-        return None
+    extra = BaseHook.get_connection(conn_id).extra_dejson
     from google.cloud import bigquery_storage
+
+    if extra.get("api_endpoint"):
+        endpoint = extra.get("storage_api_endpoint")
+        if not endpoint or not extra.get("anonymous"):
+            return None
+        import grpc
+        from google.cloud.bigquery_storage_v1.services.big_query_read.transports import (
+            BigQueryReadGrpcTransport,
+        )
+
+        channel = grpc.insecure_channel(str(endpoint))  # loopback emulator only (anonymous)
+        return bigquery_storage.BigQueryReadClient(transport=BigQueryReadGrpcTransport(channel=channel))
 
     from finops.connections import gcp_credentials
 
