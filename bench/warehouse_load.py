@@ -11,6 +11,7 @@ and peak RSS. PostgreSQL runs three ways side by side, alternating `--repeat` ti
   binary  focus_costs unpartitioned, DELETE + binary COPY in one transaction
   swap    focus_costs partitioned (migration 5): binary COPY into a fresh table over
           --copy-connections connections, indexes built after, swapped in as the partition
+          (a list, e.g. 2,4,8, runs one swap path per count: what more cores buy)
 
 with the client's CPU seconds and the CPU seconds of every server backend the load used (its
 sessions carry an application_name; read from /proc when the server is local), which stay
@@ -212,7 +213,11 @@ def main() -> None:
     ap.add_argument("--skip-postgres", action="store_true")
     ap.add_argument("--skip-duckdb", action="store_true")
     ap.add_argument("--repeat", type=int, default=1, help="PostgreSQL csv/binary/swap rounds, alternated")
-    ap.add_argument("--copy-connections", type=int, default=2, help="connections of the swap path's COPY")
+    ap.add_argument(
+        "--copy-connections",
+        default="2",
+        help="connections of the swap path's COPY; a comma list (2,4,8) runs the swap path once per count",
+    )
     ap.add_argument("--row-group", type=int, default=200_000, help="rows per parquet row group")
     args = ap.parse_args()
 
@@ -237,35 +242,37 @@ def main() -> None:
         if not args.skip_postgres:
             from finops.warehouse.postgres_wh import PostgresWarehouse
 
-            walls: dict[str, list[float]] = {"csv": [], "binary": [], "swap": []}
+            counts = [max(1, int(c)) for c in str(args.copy_connections).split(",") if c.strip()]
+            modes = ["csv", "binary", *(f"swap x{n}" for n in counts)]
+            walls: dict[str, list[float]] = {mode: [] for mode in modes}
             for _ in range(args.repeat):
-                for mode in walls:
+                for mode in modes:
                     schema = f"bench_{uuid.uuid4().hex[:10]}"
                     app = f"finops-bench-{schema}"
+                    swap = mode.startswith("swap")
                     pwh = PostgresWarehouse.from_dsn(
                         args.pg_dsn,
                         schema=schema,
                         copy_format=("csv" if mode == "csv" else "binary"),
-                        copy_connections=args.copy_connections,
+                        copy_connections=int(mode.split("x")[1]) if swap else 1,
                         application_name=app,
                     )
                     sampler = ServerCpu(args.pg_dsn, app)
                     try:
                         pwh.migrate()
-                        if mode != "swap":
+                        if not swap:
                             _unpartition(pwh)
-                        label = f"postgresql {mode}" + (
-                            f" x{args.copy_connections}" if mode == "swap" else ""
-                        )
-                        walls[mode] += _run(label, pwh, path, args.rows, total, sampler)
+                        walls[mode] += _run(f"postgresql {mode}", pwh, path, args.rows, total, sampler)
                     finally:
                         sampler.close()
                         pwh.execute(f'DROP SCHEMA "{schema}" CASCADE')
                         pwh.close()
             t = {mode: sum(w) for mode, w in walls.items()}
+            ratios = "; ".join(
+                f"{m}: {t['binary'] / t[m]:.2f}x binary, {t['csv'] / t[m]:.2f}x csv" for m in modes[2:]
+            )
             print(
-                f"postgresql binary vs csv: {t['csv'] / t['binary']:.2f}x faster; swap x{args.copy_connections} vs "
-                f"binary: {t['binary'] / t['swap']:.2f}x, vs csv: {t['csv'] / t['swap']:.2f}x (wall, all loads; "
+                f"postgresql binary vs csv: {t['csv'] / t['binary']:.2f}x faster; {ratios} (wall, all loads; "
                 f"load avg {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)",
                 flush=True,
             )
