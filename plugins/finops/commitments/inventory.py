@@ -8,7 +8,9 @@
   via `azure_reservation_orders`, the Billing Benefits API's savings plan orders via
   `azure_savings_plan_orders` (payloads as the APIs return them; fetched by
   finops.commitments.sources).
-- GCP: the Compute API's commitments (`endTimestamp`, `plan`, `resources`) via `gcp_commitments`.
+- GCP: the Compute API's commitments (`endTimestamp`, `plan`, `resources`) via `gcp_commitments`;
+  their resources go to `commitment_resources` (migration 801), from which
+  finops.commitments.gcp_attribution gives each commitment its share of the billed CUD fee.
 - Anything else: `commitments.inventory` in finops.yaml.
 
 Stored in `commitment_inventory` (migration 800), one row per (provider, commitment id), the
@@ -18,10 +20,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
+
+from finops.commitments.gcp_attribution import CommitmentResource
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +62,7 @@ class InventoryItem:
     term: str = ""
     payment_option: str = ""
     source: str = ""  # where the dates came from
+    resources: tuple[CommitmentResource, ...] = ()  # what it commits to (GCP Compute API)
 
 
 def parse_time(value: Any) -> datetime | None:
@@ -218,30 +224,66 @@ def azure_savings_plan_orders(payload: Mapping[str, Any]) -> list[InventoryItem]
 
 def gcp_commitments(payload: Mapping[str, Any]) -> list[InventoryItem]:
     """Commitments as the Compute API lists them (`items[]` with `endTimestamp`, `plan`,
-    `resources[{type, amount}]`); the id is the commitment's selfLink or name. A CANCELLED
-    commitment (merged or split into others) no longer applies and is left out."""
+    `type`, `resources[{type, amount, acceleratorType}]`); the id is the commitment's selfLink
+    or name. A CANCELLED commitment (merged or split into others) no longer applies and is
+    left out."""
     out = []
     for c in payload.get("items", []):
         end = parse_time(c.get("endTimestamp"))
         if end is None or c.get("status") == "CANCELLED":
             continue
         start = parse_time(c.get("startTimestamp"))
-        res = ", ".join(f"{r.get('amount')} {r.get('type')}" for r in c.get("resources") or [])
+        res = ", ".join(_resource_text(r) for r in c.get("resources") or [])
         region = str(c.get("region") or "").rsplit("/", 1)[-1]
+        cid = str(c.get("selfLink") or c.get("name"))
+        first, last = (start.date() if start else None), last_day(end)
         out.append(
             InventoryItem(
                 "gcp",
-                str(c.get("selfLink") or c.get("name")),
-                last_day(end),
-                start.date() if start else None,
+                cid,
+                last,
+                first,
                 "Committed Use Discount",
                 f"{res} {region}".strip(),
                 str(c.get("plan") or ""),
                 "monthly",
                 "gcp-compute-api",
+                tuple(
+                    CommitmentResource(
+                        cid,
+                        region,
+                        str(r.get("type") or "").upper(),
+                        _amount(r.get("amount"), cid),
+                        str(r.get("acceleratorType") or "").rsplit("/", 1)[-1],
+                        str(c.get("type") or ""),
+                        _project(cid),
+                        first,
+                        last,
+                    )
+                    for r in c.get("resources") or []
+                    if r.get("type")
+                ),
             )
         )
     return out
+
+
+def _resource_text(r: Mapping[str, Any]) -> str:
+    acc = str(r.get("acceleratorType") or "").rsplit("/", 1)[-1]
+    return f"{r.get('amount')} {acc or r.get('type')}"
+
+
+def _amount(v: Any, cid: str) -> Decimal:
+    """The API's int64 amounts come as JSON strings."""
+    try:
+        return Decimal(str(v if v is not None else 0))
+    except InvalidOperation as e:
+        raise ValueError(f"{cid}: resources[].amount {v!r} is not a number") from e
+
+
+def _project(self_link: str) -> str:
+    m = self_link.split("/projects/", 1)
+    return m[1].split("/", 1)[0] if len(m) == 2 else ""
 
 
 _UPSERT_COLS = (
@@ -287,7 +329,70 @@ def store(wh: Any, items: Sequence[InventoryItem]) -> int:
             cols[c].append(v)
     types = {"start_date": pa.date32(), "end_date": pa.date32(), "updated_at": pa.timestamp("us")}
     table = pa.table({c: pa.array(v, types.get(c, pa.string())) for c, v in cols.items()})
-    return wh.upsert_arrow("commitment_inventory", table, ["provider", "commitment_id"])
+    n = wh.upsert_arrow("commitment_inventory", table, ["provider", "commitment_id"])
+    store_resources(wh, [r for i in latest.values() for r in i.resources], now)
+    return n
+
+
+def store_resources(wh: Any, resources: Sequence[CommitmentResource], now: datetime | None = None) -> int:
+    """Insert or replace commitment_resources rows (one per commitment, type, accelerator)."""
+    import pyarrow as pa
+
+    rows: dict[tuple[str, str, str], CommitmentResource] = {}
+    for r in resources:
+        key = (r.commitment_id, r.resource_type, r.accelerator_type)
+        prev = rows.get(key)  # a commitment listing one type twice commits to both amounts
+        rows[key] = r if prev is None else replace(prev, amount=prev.amount + r.amount)
+    if not rows:
+        return 0
+    now = now or datetime.now(UTC).replace(tzinfo=None)
+    vals = list(rows.values())
+    table = pa.table(
+        {
+            "provider": pa.array(["gcp"] * len(vals), pa.string()),
+            "commitment_id": pa.array([r.commitment_id for r in vals], pa.string()),
+            "resource_type": pa.array([r.resource_type for r in vals], pa.string()),
+            "accelerator_type": pa.array([r.accelerator_type for r in vals], pa.string()),
+            "amount": pa.array([r.amount for r in vals], pa.decimal128(38, 10)),
+            "region": pa.array([r.region for r in vals], pa.string()),
+            "project": pa.array([r.project or None for r in vals], pa.string()),
+            "plan_type": pa.array([r.plan_type or None for r in vals], pa.string()),
+            "updated_at": pa.array([now] * len(vals), pa.timestamp("us")),
+        }
+    )
+    return wh.upsert_arrow(
+        "commitment_resources", table, ["provider", "commitment_id", "resource_type", "accelerator_type"]
+    )
+
+
+def load_resources(wh: Any) -> list[CommitmentResource]:
+    """Every stored GCP commitment resource with its commitment's start and end dates."""
+    rows = wh.query(
+        "SELECT r.commitment_id, r.region, r.resource_type, r.amount, r.accelerator_type, r.plan_type, "
+        "r.project, i.start_date, i.end_date FROM commitment_resources r JOIN commitment_inventory i "
+        "ON i.provider = r.provider AND i.commitment_id = r.commitment_id WHERE r.provider = 'gcp'"
+    )
+    return [
+        CommitmentResource(
+            r[0], r[1], r[2], Decimal(r[3]), r[4] or "", r[5] or "", r[6] or "",
+            _d(r[7]) if r[7] else None, _d(r[8]),
+        )
+        for r in rows
+    ]  # fmt: skip
+
+
+def gcp_project_accounts(wh: Any, projects: Sequence[str]) -> dict[str, str]:
+    """project id -> the billing account that pays it, from focus_costs (a project that moved
+    accounts: the latest one)."""
+    if not projects:
+        return {}
+    marks = ", ".join("?" for _ in projects)
+    rows = wh.query(
+        "SELECT sub_account_id, billing_account_id, MAX(charge_period_start) FROM focus_costs "
+        f"WHERE x_provider = 'gcp' AND sub_account_id IN ({marks}) GROUP BY 1, 2 ORDER BY 3",
+        list(projects),
+    )
+    return {r[0]: r[1] for r in rows}
 
 
 def load(wh: Any) -> list[InventoryItem]:
@@ -296,7 +401,17 @@ def load(wh: Any) -> list[InventoryItem]:
         "payment_option, source FROM commitment_inventory"
     )
     return [
-        InventoryItem(r[0], r[1], _d(r[2]), _d(r[3]) if r[3] else None, *(x or "" for x in r[4:]))
+        InventoryItem(
+            r[0],
+            r[1],
+            _d(r[2]),
+            _d(r[3]) if r[3] else None,
+            r[4] or "",
+            r[5] or "",
+            r[6] or "",
+            r[7] or "",
+            r[8] or "",
+        )  # fmt: skip
         for r in rows
     ]
 
@@ -330,3 +445,16 @@ def then_record_end_dates(
     commitment end dates (`record_from_cur_files`)."""
     then(staged)
     record_from_cur_files(wh, provider, files)
+
+
+def attribute_api_commitments(wh: Any, rows: list[Any]) -> list[Any]:
+    """GCP `gcp-cud:` day rows (finops.commitments.usage.Utilisation) split into the Compute
+    API commitments that back them (finops.commitments.gcp_attribution.attribute), each paid
+    by the billing account focus_costs shows for its project."""
+    from finops.commitments.gcp_attribution import attribute
+
+    resources = load_resources(wh)
+    if not resources:
+        return rows
+    accounts = gcp_project_accounts(wh, sorted({r.project for r in resources if r.project}))
+    return attribute(rows, resources, accounts)

@@ -18,6 +18,7 @@ from finops.commitments import inventory as inv
 from finops.commitments.advice import Advice, advise, daily_samples
 from finops.commitments.expiry import Commitment, ExpiryEntry, alerts_due, expiry_calendar
 from finops.commitments.gcp import cud_utilisation, spend_cud_utilisation
+from finops.commitments.gcp_attribution import reports_unused
 from finops.commitments.query import commitment_lines, gcp_cud_rows, month_window
 from finops.commitments.settings import PER_FAMILY, CommitmentsSettings
 from finops.commitments.usage import Coverage, Utilisation, coverage, utilisation
@@ -57,7 +58,8 @@ def gcp_fee_utilisation(
     `gcp-cud:<account>:<region>:<resource>`): used / unused from the fee and the committed vs
     credited quantity. Spend-based CUDs (id `gcp-spend-cud:<account>:<service>:<region or
     all>`): from the fee, the credited on-demand cost and the configured discount; their
-    quantity is on-demand money (unit: the currency)."""
+    quantity is on-demand money (unit: the currency). Compute API commitments take their share
+    of the resource CUD rows (finops.commitments.gcp_attribution)."""
     fees, covered = gcp_cud_rows(wh, start, end)
     out = []
     for s in spend_cud_utilisation(fees, covered, spend_discount(settings or CommitmentsSettings()), "day"):
@@ -94,7 +96,7 @@ def gcp_fee_utilisation(
                 unused_reported=True,
             )
         )
-    return out
+    return inv.attribute_api_commitments(wh, out)  # API commitments get their share
 
 
 def daily_utilisation(
@@ -261,9 +263,7 @@ def stored_utilisation(wh: Any, start: date, end: date) -> list[Utilisation]:
                 used_quantity=Decimal(r[8] or 0),
                 unused_quantity=Decimal(r[9] or 0),
                 units={r[10]} if r[10] else set(),
-                unused_reported=True
-                if r[0] == "gcp" and str(r[1]).startswith(("gcp-cud:", "gcp-spend-cud:"))
-                else None,
+                unused_reported=reports_unused(r[0], str(r[1])),
             )
         )
     return out
