@@ -17,7 +17,15 @@ cost. In FOCUS that credit is ContractedCost - EffectiveCost of the covered row 
 nets every credit but the commitment ones, EffectiveCost all of them). The export carries
 neither the commitment's on-demand value nor its discount, so the discount comes from
 config (`commitments.discounts.gcp.spend_cud`): on-demand commitment = fee / (1 - discount),
-utilisation = credited / that, used cost = credited x (1 - discount) capped at the fee."""
+utilisation = credited / that, used cost = credited x (1 - discount) capped at the fee.
+
+Spend-based CUDs on Google's multiprice model (every account since 2026-01-21; the legacy model
+above stays for VMware Engine, NetApp and Backup CUDs) bill the covered usage at the CUD price
+(its consumption_model names the CUD) and the commitment, in discounted dollars, as a $1 fee
+SKU whose FEE_UTILIZATION_OFFSET credit takes off what that usage consumed. In FOCUS
+(finops.focus.gcp_billing) the fee row is 'Unused' with ContractedCost = the fee and
+EffectiveCost = the fee not offset, so `new_spend_cud_utilisation` needs no configured
+discount: utilisation = (fee - unused) / fee, savings = covered list - (covered paid + unused)."""
 
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
-from finops.commitments.usage import Grain, _period
+from finops.commitments.usage import Grain, Utilisation, _period
 
 _FEE = re.compile(
     r"^commitment(?:\s+v\d+)?:\s*(.*?)(?:\s+in\s+.+?)?(?:\s+for\s+\d+\s+years?)?\s*$", re.IGNORECASE
@@ -221,3 +229,115 @@ def spend_cud_utilisation(
                 u.covered_list += c.list_cost
                 break
     return sorted(out.values(), key=lambda u: (u.billing_account, u.service, u.region, u.period))
+
+
+# -- spend-based CUDs on the multiprice model (finops.focus.gcp_billing: FEE_UTILIZATION_OFFSET) --
+
+
+@dataclass(frozen=True)
+class SpendCudLine:
+    """A focus_costs group of one new-model spend-based CUD (CommitmentDiscountCategory
+    'Spend'): its fee rows (status 'Unused': ContractedCost = the fee, EffectiveCost = what
+    the offset left) or the usage it discounted (status 'Used', at the CUD price)."""
+
+    billing_account: str
+    currency: str
+    day: date
+    commitment_id: str  # the CUD's subscription.instance_id
+    status: str  # 'Used' | 'Unused'
+    name: str  # CommitmentDiscountName: the fee SKU / the consumption model
+    contracted: Decimal
+    effective: Decimal
+    list_cost: Decimal
+
+
+@dataclass
+class NewSpendCudUtilisation:
+    """One new-model spend-based CUD over a day or month. The commitment is discounted
+    dollars billed as a $1 fee SKU; the FEE_UTILIZATION_OFFSET credit takes off what the
+    discounted usage consumed."""
+
+    billing_account: str
+    commitment_id: str
+    currency: str
+    period: str
+    name: str = ""
+    fee: Decimal = ZERO  # the commitment billed (ContractedCost of the fee rows)
+    unused_cost: Decimal = ZERO  # the fee the offset did not take off (their EffectiveCost)
+    covered_effective: Decimal = ZERO  # the covered usage at the CUD price
+    covered_contracted: Decimal = ZERO  # ... at the default (negotiated on-demand) price
+    covered_list: Decimal = ZERO  # ... at list price
+
+    @property
+    def used_cost(self) -> Decimal:
+        """The offset: the part of the fee the covered usage consumed."""
+        return self.fee - self.unused_cost
+
+    @property
+    def utilisation(self) -> Decimal | None:
+        return None if self.fee == 0 else self.used_cost / self.fee
+
+    @property
+    def paid(self) -> Decimal:
+        """What the covered usage and the commitment cost: the usage at the CUD price plus
+        the fee not offset."""
+        return self.covered_effective + self.unused_cost
+
+    @property
+    def savings(self) -> Decimal:
+        """List cost of the covered usage minus what was paid for it (negative: the unused
+        commitment cost more than the discount saved)."""
+        return self.covered_list - self.paid
+
+
+def new_spend_cud_utilisation(
+    lines: Iterable[SpendCudLine], grain: Grain = "month"
+) -> list[NewSpendCudUtilisation]:
+    """Per new-model CUD (billing account, subscription, currency) and period. Only ids with
+    a fee row in the input are new-model CUDs: legacy CUD-credited usage (also 'Spend',
+    'Used', keyed by the credit id) never has one and is left out."""
+    lines = list(lines)
+    fees = {(ln.billing_account, ln.commitment_id, ln.currency) for ln in lines if ln.status == "Unused"}
+    out: dict[tuple, NewSpendCudUtilisation] = {}
+    for ln in lines:
+        scope = (ln.billing_account, ln.commitment_id, ln.currency)
+        if scope not in fees:
+            continue
+        key = (*scope, _period(ln.day, grain))
+        u = out.get(key) or out.setdefault(key, NewSpendCudUtilisation(*key))
+        if ln.status == "Unused":
+            u.fee += ln.contracted
+            u.unused_cost += ln.effective
+            u.name = u.name or ln.name
+        else:
+            u.covered_effective += ln.effective
+            u.covered_contracted += ln.contracted
+            u.covered_list += ln.list_cost
+    return sorted(out.values(), key=lambda u: (u.billing_account, u.commitment_id, u.period))
+
+
+def new_model_ids(lines: Iterable[SpendCudLine]) -> set[str]:
+    """The commitment ids that are new-model CUDs (they have a fee row)."""
+    return {ln.commitment_id for ln in lines if ln.status == "Unused"}
+
+
+def new_spend_cud_rows(lines: Iterable[SpendCudLine]) -> list[Utilisation]:
+    """Day-grain Utilisation rows of the new-model CUDs (id `gcp-spend-cud:<subscription>`):
+    used = the offset, unused = the fee not offset, quantities in discounted dollars."""
+    return [
+        Utilisation(
+            provider="gcp",
+            commitment_id=f"gcp-spend-cud:{s.commitment_id}",
+            commitment_type="Committed Use Discount",
+            currency=s.currency,
+            period=s.period,
+            used_cost=s.used_cost,
+            unused_cost=s.unused_cost,
+            covered_list=s.covered_list,
+            used_quantity=s.used_cost,
+            unused_quantity=s.unused_cost,
+            units={s.currency},
+            unused_reported=True,
+        )
+        for s in new_spend_cud_utilisation(lines, "day")
+    ]

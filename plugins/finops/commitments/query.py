@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from finops.commitments.gcp import CudCovered, CudFee
+from finops.commitments.gcp import CudCovered, CudFee, SpendCudLine
 from finops.commitments.usage import CommitmentLine
 
 if TYPE_CHECKING:
@@ -188,6 +188,33 @@ def gcp_cud_rows(wh: Any, start: date, end: date) -> tuple[list[CudFee], list[Cu
         for r in wh.query(_GCP_COVERED, params)
     ]
     return fees, covered
+
+
+# GCP spend-based CUDs on the multiprice model: their fee rows ('Unused': the fee net of its
+# FEE_UTILIZATION_OFFSET) and the usage priced by their consumption model ('Used'), keyed by the
+# CUD's subscription (finops.focus.gcp_billing); legacy credited usage comes too and is told
+# apart by having no fee row (finops.commitments.gcp.new_spend_cud_utilisation).
+_GCP_NEW_SPEND = """
+SELECT billing_account_id, billing_currency, CAST(charge_period_start AS DATE), commitment_discount_id,
+  commitment_discount_status, MAX(commitment_discount_name), SUM(contracted_cost), SUM(effective_cost),
+  SUM(list_cost)
+FROM focus_costs
+WHERE x_provider = 'gcp' AND charge_category = 'Usage' AND commitment_discount_category = 'Spend'
+  AND commitment_discount_status IN ('Used', 'Unused') AND commitment_discount_id IS NOT NULL
+  AND charge_period_start >= ? AND charge_period_start < ?
+GROUP BY 1, 2, 3, 4, 5
+"""
+
+
+def gcp_new_spend_cud_lines(wh: Any, start: date, end: date) -> list[SpendCudLine]:
+    """New-model spend-based CUD fee and covered-usage groups, charge period in [start, end)."""
+    params = [datetime.combine(start, datetime.min.time()), datetime.combine(end, datetime.min.time())]
+    return [
+        SpendCudLine(
+            r[0], r[1], _as_date(r[2]), r[3], r[4], r[5] or "", Decimal(r[6]), Decimal(r[7]), Decimal(r[8])
+        )
+        for r in wh.query(_GCP_NEW_SPEND, params)
+    ]
 
 
 def _as_date(v: Any) -> date:

@@ -17,9 +17,14 @@ from typing import TYPE_CHECKING, Any
 from finops.commitments import inventory as inv
 from finops.commitments.advice import Advice, advise, daily_samples
 from finops.commitments.expiry import Commitment, ExpiryEntry, alerts_due, expiry_calendar
-from finops.commitments.gcp import cud_utilisation, spend_cud_utilisation
+from finops.commitments.gcp import (
+    cud_utilisation,
+    new_model_ids,
+    new_spend_cud_rows,
+    spend_cud_utilisation,
+)
 from finops.commitments.gcp_attribution import reports_unused
-from finops.commitments.query import commitment_lines, gcp_cud_rows, month_window
+from finops.commitments.query import commitment_lines, gcp_cud_rows, gcp_new_spend_cud_lines, month_window
 from finops.commitments.settings import PER_FAMILY, CommitmentsSettings
 from finops.commitments.usage import Coverage, Utilisation, coverage, utilisation
 
@@ -58,10 +63,14 @@ def gcp_fee_utilisation(
     `gcp-cud:<account>:<region>:<resource>`): used / unused from the fee and the committed vs
     credited quantity. Spend-based CUDs (id `gcp-spend-cud:<account>:<service>:<region or
     all>`): from the fee, the credited on-demand cost and the configured discount; their
-    quantity is on-demand money (unit: the currency). Compute API commitments take their share
-    of the resource CUD rows (finops.commitments.gcp_attribution)."""
+    quantity is on-demand money (unit: the currency). Spend-based CUDs on the multiprice model
+    (id `gcp-spend-cud:<subscription>`): the FEE_UTILIZATION_OFFSET over the fee. Compute API
+    commitments take their share of the resource CUD rows (finops.commitments.gcp_attribution)."""
     fees, covered = gcp_cud_rows(wh, start, end)
-    out = []
+    new = gcp_new_spend_cud_lines(wh, start, end)
+    new_ids = new_model_ids(new)
+    covered = [c for c in covered if c.commitment_id not in new_ids]  # not legacy credits
+    out = new_spend_cud_rows(new)
     for s in spend_cud_utilisation(fees, covered, spend_discount(settings or CommitmentsSettings()), "day"):
         out.append(
             Utilisation(

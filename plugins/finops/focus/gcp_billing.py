@@ -54,6 +54,39 @@ from finops.focus.units import UnitScaler
 MONEY = "DECIMAL(38,10)"
 PROMO = "'PROMOTION'"
 COMMITMENT_TYPES = "('COMMITTED_USAGE_DISCOUNT', 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE')"
+# Spend-based CUDs on Google's multiprice model (new accounts since 2025-07-15, every account
+# from 2026-01-21; VMware Engine, NetApp, Backup for GKE CUDs stay on the credit model): the
+# covered usage is billed at the CUD price, its `consumption_model` naming the CUD; the fee SKU
+# ($1 a unit: the commitment in discounted dollars) carries a FEE_UTILIZATION_OFFSET credit for
+# the part used, so the fee row nets to the unused commitment. Google: "Migrated CUD SKUs,
+# offers, and consumption model IDs" (docs.cloud.google.com/docs/cuds-migration).
+FEE_OFFSET = "'FEE_UTILIZATION_OFFSET'"
+NOT_CONTRACTED = (
+    "('COMMITTED_USAGE_DISCOUNT', 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE', 'FEE_UTILIZATION_OFFSET')"
+)
+CUD_CONSUMPTION_MODELS = (
+    "73A1-AD60-B867", "A4B6-DEDF-1A65", "A03A-2A56-8086", "4F61-4520-4936", "75D9-38E7-870F",
+    "9E06-4EF0-37D8", "DD5B-8EB3-C48D", "8E4B-B283-45D8", "558C-892D-2291", "38C3-A961-A68B",
+    "2F93-FEF4-BD6E", "6E88-5C17-F3E1", "C100-AA7B-33B1", "4920-CA74-2184", "61F8-639B-D89C",
+    "52FB-D69D-95BE", "D97B-0795-975B", "70D7-D1AB-12A4", "03DE-CED5-0B0E", "FBB4-D107-5857",
+    "3892-BA17-92A7", "2FD9-44B6-D2AC", "DD83-D9A3-79AF", "4D8D-49A7-C5B1", "AEA3-CEC2-9DF3",
+    "224F-258C-7F84",
+)  # fmt: skip
+# Compute flexible CUD fee SKUs of the new model (1 and 3 years); other products' new fee SKUs
+# are known by their FEE_UTILIZATION_OFFSET credit or their `... Committed Use Discounts - N Year`
+# description.
+NEW_CUD_FEE_SKUS = ("5515-81A8-03A2", "B22F-51BE-D599")
+_IDS = ", ".join(f"'{i}'" for i in CUD_CONSUMPTION_MODELS)
+# usage priced by a CUD consumption model ("Compute Flexible CUD - 1 Year", "Cloud SQL CUD - 3 Years")
+CM_CUD_SQL = (
+    f"COALESCE(consumption_model.id IN ({_IDS}) "
+    r"OR regexp_matches(consumption_model.description, '\bCUD\b'), false)"
+)
+NEW_FEE_SQL = (
+    f"COALESCE(sku.id IN ({', '.join(repr(i) for i in NEW_CUD_FEE_SKUS)}) "
+    f"OR len(list_filter(credits, lambda c: c.type = {FEE_OFFSET})) > 0 "
+    "OR sku.description ILIKE '%committed use discount%', false)"
+)
 # invoice.month is a Pacific-time month: usage of Oct 31 17:00-24:00 PDT (Nov 1 UTC) is on October's
 # invoice, so the billing period bounds are Pacific midnights (else those rows end after their period).
 INVOICE_TZ = "America/Los_Angeles"
@@ -246,8 +279,10 @@ class GcpBillingConverter:
   {_money("cost")} AS x_cost,
   {_money("COALESCE(cost_at_list, cost)")} AS x_list,
   {_credit_sum(f"coalesce(c.type, '') <> {PROMO}")} AS x_discounts,
-  {_credit_sum(f"coalesce(c.type, '') <> {PROMO} AND coalesce(c.type, '') NOT IN {COMMITMENT_TYPES}")}
+  {_credit_sum(f"coalesce(c.type, '') <> {PROMO} AND coalesce(c.type, '') NOT IN {NOT_CONTRACTED}")}
     AS x_contract_discounts,
+  {CM_CUD_SQL} AS x_cm_cud,
+  {NEW_FEE_SQL} AS x_new_fee,
   list_filter(credits, lambda c: c.type IN {COMMITMENT_TYPES})[1] AS x_cud,
   {_tags()} AS x_tags,
   CASE lower(cost_type)
@@ -256,7 +291,7 @@ class GcpBillingConverter:
     WHEN 'rounding_error' THEN 'Adjustment'
     ELSE 'Usage'
   END AS x_category,
-  (sku.description ILIKE 'Commitment%') AS x_cud_fee,
+  (sku.description ILIKE 'Commitment%' OR {NEW_FEE_SQL}) AS x_cud_fee,
   (sku.description ILIKE '%spot%' OR sku.description ILIKE '%preemptible%') AS x_spot,
   list_filter(system_labels, lambda l: l.key = 'compute.googleapis.com/machine_spec')[1].value AS x_machine
 FROM {raw}"""
@@ -307,7 +342,9 @@ FROM {raw}"""
             **self._common(start, end),
             "billed_cost": billed,
             "effective_cost": billed,
-            "contracted_cost": "x_cost + x_contract_discounts",
+            # CUD-priced usage: at the default consumption model's price (negotiated, no CUD)
+            "contracted_cost": f"CASE WHEN x_cm_cud THEN {_money('COALESCE(cost_at_effective_price_default, cost)')} "
+            "+ x_contract_discounts ELSE x_cost + x_contract_discounts END",
             "list_cost": "CASE WHEN lower(cost_type) = 'regular' THEN x_list ELSE x_cost END",
             "charge_category": "x_category",
             "charge_class": "CASE WHEN lower(cost_type) IN ('adjustment', 'rounding_error') "
@@ -334,14 +371,21 @@ FROM {raw}"""
                 "CAST(cost_at_list AS DECIMAL(38,12)) / CAST(usage.amount_in_pricing_units AS DECIMAL(38,12))"
             )
             + " END",
-            "pricing_category": f"CASE WHEN NOT {regular} THEN NULL WHEN x_cud IS NOT NULL OR x_cud_fee "
+            "pricing_category": f"CASE WHEN NOT {regular} THEN NULL WHEN x_cud IS NOT NULL OR x_cud_fee OR x_cm_cud "
             "THEN 'Committed' WHEN x_spot THEN 'Dynamic' ELSE 'Standard' END",
-            "commitment_discount_category": "CASE x_cud.type WHEN 'COMMITTED_USAGE_DISCOUNT' THEN 'Usage' "
-            "WHEN 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE' THEN 'Spend' END",
-            "commitment_discount_id": "x_cud.id",
-            "commitment_discount_name": "x_cud.full_name",
-            "commitment_discount_type": "CASE WHEN x_cud IS NOT NULL THEN 'Committed Use Discount' END",
-            "commitment_discount_status": f"CASE WHEN x_cud IS NOT NULL AND {is_usage} THEN 'Used' END",
+            "commitment_discount_category": "CASE WHEN x_cud.type = 'COMMITTED_USAGE_DISCOUNT' THEN 'Usage' "
+            "WHEN x_cud.type = 'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE' OR x_cm_cud OR x_new_fee THEN 'Spend' END",
+            # new model: the CUD's subscription ties the fee to the usage it discounted
+            "commitment_discount_id": "COALESCE(x_cud.id, CASE WHEN x_cm_cud THEN COALESCE("
+            "consumption_model.applied_subscription_instance_id, subscription.instance_id, consumption_model.id) "
+            "WHEN x_new_fee THEN COALESCE(subscription.instance_id, sku.id) END)",
+            "commitment_discount_name": "COALESCE(x_cud.full_name, CASE WHEN x_cm_cud THEN consumption_model.description "
+            "WHEN x_new_fee THEN sku.description END)",
+            "commitment_discount_type": "CASE WHEN x_cud IS NOT NULL OR x_cm_cud OR x_new_fee "
+            "THEN 'Committed Use Discount' END",
+            # a new-model fee row nets (fee + offset) to the commitment not used: 'Unused'
+            "commitment_discount_status": f"CASE WHEN NOT {is_usage} THEN NULL WHEN x_cud IS NOT NULL OR x_cm_cud "
+            "THEN 'Used' WHEN x_new_fee THEN 'Unused' END",
             "sku_id": "sku.id",
             "sku_meter": "sku.description",
             "sku_price_id": f"CASE WHEN {regular} THEN sku.id || ':' || "
