@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, ClassVar
 from urllib.parse import urlencode, urlsplit
 
@@ -111,12 +112,29 @@ def prices_azure_item(
     return item
 
 
+def _savings_plan(on_demand: float, one_year: str, three_years: str) -> list[dict]:
+    """A Consumption item's savingsPlan array: hourly prices per term, as the API lists them."""
+    one = float(Decimal(str(on_demand)) * Decimal(one_year))
+    three = float(Decimal(str(on_demand)) * Decimal(three_years))
+    return [
+        {"unitPrice": three, "retailPrice": three, "term": "3 Years"},
+        {"unitPrice": one, "retailPrice": one, "term": "1 Year"},
+    ]
+
+
 def prices_azure_catalog() -> list[dict]:
     """Realistic Retail Prices items for two regions, with the rows that must be dropped."""
     items = []
     for region, f in (("eastus", 1.0), ("westus2", 1.1)):
         items += [
-            prices_azure_item("Standard_NC24ads_A100_v4", "NC24ads A100 v4", round(3.673 * f, 4), region),
+            # savingsPlan (hourly, api-version 2023-01-01-preview): 25 % / 45 % off on demand
+            prices_azure_item(
+                "Standard_NC24ads_A100_v4",
+                "NC24ads A100 v4",
+                round(3.673 * f, 4),
+                region,
+                savingsPlan=_savings_plan(round(3.673 * f, 4), "0.75", "0.55"),
+            ),
             prices_azure_item(
                 "Standard_NC24ads_A100_v4", "NC24ads A100 v4 Spot", round(0.7346 * f, 4), region
             ),
@@ -130,13 +148,24 @@ def prices_azure_catalog() -> list[dict]:
                 region,
                 productName="Virtual Machines NCadsA100v4 Series Windows",
             ),
+            # reservations: unitPrice is the whole term's (40 % / 60 % off on demand)
             prices_azure_item(
                 "Standard_NC24ads_A100_v4",
                 "NC24ads A100 v4",
-                round(2.21 * f, 4),
+                round(19305.288 * f, 4),
                 region,
                 type="Reservation",
                 reservationTerm="1 Year",
+                unitOfMeasure="1 Hour",
+            ),
+            prices_azure_item(
+                "Standard_NC24ads_A100_v4",
+                "NC24ads A100 v4",
+                round(38610.576 * f, 4),
+                region,
+                type="Reservation",
+                reservationTerm="3 Years",
+                unitOfMeasure="1 Hour",
             ),
             prices_azure_item(
                 "Standard_NC24ads_A100_v4",
@@ -145,7 +174,13 @@ def prices_azure_catalog() -> list[dict]:
                 region,
                 type="DevTestConsumption",
             ),
-            prices_azure_item("Standard_ND96isr_H100_v5", "ND96isr H100 v5", round(98.32 * f, 4), region),
+            prices_azure_item(
+                "Standard_ND96isr_H100_v5",
+                "ND96isr H100 v5",
+                round(98.32 * f, 4),
+                region,
+                savingsPlan=_savings_plan(round(98.32 * f, 4), "0.8", "0.6"),
+            ),
             prices_azure_item(
                 "Standard_ND96isr_H100_v5", "ND96isr H100 v5 Spot", round(39.33 * f, 4), region
             ),
@@ -182,6 +217,8 @@ class AzureRetailEmulator(PriceApiEmulator):
         flt = req.args.get("$filter", "")
         m = re.search(r"armRegionName eq '([^']*)'", flt)
         rows = [i for i in self.items if not m or i.get("armRegionName") == m.group(1)]
+        if t := re.search(r"priceType eq '([^']*)'", flt):
+            rows = [i for i in rows if i.get("type") == t.group(1)]
         skip = int(req.args.get("$skip", "0"))
         page = rows[skip : skip + self.page_size]
         nxt = skip + self.page_size
@@ -315,6 +352,27 @@ def prices_gcp_catalog() -> list[dict]:
         s("G2 Instance Core running in Narnia", "CPU", "OnDemand", 0, 5000000000),  # nanos out of range
         s("G2 Instance Ram running in Americas", "RAM", "OnDemand", 0, 1, unit="GiBy.mo"),  # wrong unit
         {"skuId": "BROKEN", "description": 42, "category": "nope"},
+    ]
+
+
+def prices_gcp_commit_skus() -> list[dict]:
+    """Resource-CUD SKUs (Commit1Yr / Commit3Yr) beside prices_gcp_catalog's on-demand ones:
+    37 % (1 year) and 55 % (3 years) off for the L4 and A100 GPUs, near that for cores and RAM.
+    (The catalog's own "Commitment v1: G2 Cpu ... 1 Year" completes the G2 1-year set.)"""
+    s = prices_gcp_sku
+    gib = "GiBy.h"
+    return [
+        s("Commitment v1: G2 Ram in Americas for 1 Year", "RAM", "Commit1Yr", 0, 1845000, unit=gib),
+        s("Commitment v1: Nvidia L4 GPU in Americas for 1 Year", "GPU", "Commit1Yr", 0, 352800000),
+        s("Commitment v1: G2 Cpu in Americas for 3 Year", "CPU", "Commit3Yr", 0, 11245000),
+        s("Commitment v1: G2 Ram in Americas for 3 Year", "RAM", "Commit3Yr", 0, 1318000, unit=gib),
+        s("Commitment v1: Nvidia L4 GPU in Americas for 3 Year", "GPU", "Commit3Yr", 0, 252000000),
+        s("Commitment v1: A2 Cpu in Americas for 1 Year", "CPU", "Commit1Yr", 0, 19915000),
+        s("Commitment v1: A2 Ram in Americas for 1 Year", "RAM", "Commit1Yr", 0, 2669000, unit=gib),
+        s("Commitment v1: A100 GPU in Americas for 1 Year", "GPU", "Commit1Yr", 1, 848362000),
+        s("Commitment v1: A2 Cpu in Americas for 3 Year", "CPU", "Commit3Yr", 0, 14225000),
+        s("Commitment v1: A2 Ram in Americas for 3 Year", "RAM", "Commit3Yr", 0, 1907000, unit=gib),
+        s("Commitment v1: A100 GPU in Americas for 3 Year", "GPU", "Commit3Yr", 1, 320258000),
     ]
 
 
@@ -496,7 +554,7 @@ def price_apis(gcp_conn_id: str | None = None) -> Iterator[PriceApis]:
     try:
         apis = PriceApis(
             AzureRetailEmulator(server=server, items=prices_azure_catalog()),
-            GcpCatalogEmulator(server=server, skus=prices_gcp_catalog()),
+            GcpCatalogEmulator(server=server, skus=prices_gcp_catalog() + prices_gcp_commit_skus()),
             GcpComputeEmulator(server=server),
         )
         for emu in (apis.azure, apis.gcp, apis.gcp_compute):

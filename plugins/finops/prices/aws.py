@@ -283,25 +283,31 @@ def _iso(value: Any) -> datetime | None:
         return None
 
 
-def fetch_ondemand(pricing: Any, region: str, instance_types: Iterable[str]) -> list[PriceRecord]:
-    """On-demand Linux prices for the given types in one region (one paginated query per type)."""
+def fetch_ondemand(
+    pricing: Any, region: str, instance_types: Iterable[str], docs: list[Any] | None = None
+) -> list[PriceRecord]:
+    """On-demand Linux prices for the given types in one region (one paginated query per type).
+    `docs` collects each price's PriceList entry (its Reserved terms: finops.prices.commit_rates)."""
     now = utcnow()
     out: list[PriceRecord] = []
     for itype in sorted(set(instance_types)):
         pages = pricing.get_paginator("get_products").paginate(
             ServiceCode="AmazonEC2", Filters=pricing_filters(region, itype), FormatVersion="aws_v1"
         )
-        rec = next(
+        hit = next(
             (
-                r
+                (r, raw)
                 for page in pages
-                for r in (parse_price_list_item(raw, now) for raw in page.get("PriceList", []))
+                for raw in page.get("PriceList", [])
+                for r in (parse_price_list_item(raw, now),)
                 if r is not None and r.instance_type == itype and r.region == region
             ),
             None,
         )
-        if rec is not None:
-            out.append(rec)
+        if hit is not None:
+            out.append(hit[0])
+            if docs is not None:
+                docs.append(hit[1])
     return out
 
 
@@ -351,6 +357,13 @@ def _placement_pages(
             return
         seen.add(token)
         kwargs["NextToken"] = token
+
+
+def savingsplans_client(conn_id: str) -> Any:
+    """The Savings Plans API client (a global endpoint, us-east-1) from the AWS connection."""
+    from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+
+    return AwsBaseHook(aws_conn_id=conn_id, region_name="us-east-1", client_type="savingsplans").conn
 
 
 def clients(conn_id: str, region: str, pricing_region: str = "us-east-1") -> tuple[Any, Any]:

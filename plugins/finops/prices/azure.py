@@ -134,8 +134,10 @@ def fetch_region(
     api_version: str = "2023-01-01-preview",
     currency: str = "USD",
     max_pages: int = 500,
+    raw: list[dict[str, Any]] | None = None,
 ) -> list[PriceRecord]:
-    """All spot and on-demand Linux VM prices in one region for the given armSkuName prefixes."""
+    """All spot and on-demand Linux VM prices in one region for the given armSkuName prefixes.
+    `raw` collects the items of those SKUs (their savingsPlan arrays: finops.prices.commit_rates)."""
     if not _CURRENCY.match(currency):
         raise ValueError(f"not a currency code: {currency!r}")
     prefixes = list(prefixes)
@@ -149,6 +151,8 @@ def fetch_region(
             rec = parse_item(item, prefixes, now)
             if rec is None or rec.region != region:
                 continue
+            if raw is not None and rec.pricing_model == "ondemand":
+                raw.append(item)
             key = (rec.instance_type, rec.pricing_model)
             # several meters can price one SKU: keep the cheapest, deterministic across runs
             if key not in out or rec.price_per_hour < out[key].price_per_hour:

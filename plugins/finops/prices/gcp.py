@@ -211,9 +211,15 @@ def fetch(
     max_pages: int = 500,
     specs: Iterable[CatalogEntry] | None = None,
     offered: set[tuple[str, str]] | None = None,
+    commits: list[dict[str, Any]] | None = None,
 ) -> list[PriceRecord]:
+    """`commits` collects the listing's Commit1Yr / Commit3Yr SKUs (finops.prices.commit_rates)."""
     regions = [check_region(r) for r in regions]
-    comps = [
-        c for c in (parse_sku(s) for s in iter_skus(client, base_url, service_id, currency, max_pages)) if c
-    ]
+    comps = []
+    for s in iter_skus(client, base_url, service_id, currency, max_pages):
+        cat = s.get("category")
+        if commits is not None and isinstance(cat, dict) and str(cat.get("usageType")).startswith("Commit"):
+            commits.append(s)
+        elif c := parse_sku(s):
+            comps.append(c)
     return compose(comps, regions, series, specs, offered)

@@ -45,7 +45,18 @@ from typing import TYPE_CHECKING, Any
 import requests
 
 from finops.exceptions import ConfigError
-from finops.prices import aws, azure, azure_skus, gcp, gcp_compute, lambda_cloud, store
+from finops.prices import (
+    aws,
+    azure,
+    azure_skus,
+    capacity_blocks,
+    commit_rates,
+    commit_store,
+    gcp,
+    gcp_compute,
+    lambda_cloud,
+    store,
+)
 from finops.prices.catalog import log_drift, static_entries
 from finops.prices.conn import gcp_auth, resolve
 from finops.prices.http import HttpClient, PriceSourceError
@@ -202,7 +213,14 @@ def _store_snapshot(
         run_id,
     )
     store.log_fetch(wh, provider, snap.regions, snap.source, len(snap.prices), sum(inserted.values()), run_id)
-    return {**inserted, "seen": len(snap.prices), "instance_catalog": n_cat, "availability": n_avail}
+    n_rates = commit_store.replace_rates(wh, provider, snap.rate_products, snap.regions, snap.rates)
+    return {
+        **inserted,
+        "seen": len(snap.prices),
+        "instance_catalog": n_cat,
+        "availability": n_avail,
+        "commitment_rates": n_rates,
+    }
 
 
 def run_aws(
@@ -212,11 +230,18 @@ def run_aws(
     ec2: Any = None,
     pricing: Any = None,
     run_id: str | None = None,
+    savingsplans: Any = None,
 ) -> dict[str, Any]:
+    """Spot history, on-demand prices, specs, placement scores; with `commitment_rates` the RI
+    terms and Compute Savings Plans rates (a savingsplans client is made from the connection
+    when the EC2 / Pricing clients are; callers passing theirs pass it too), and the Capacity
+    Block offerings of `capacity_blocks` (described, never bought)."""
     cfg = settings.aws
     region, families = job["region"], list(job["families"])
     if ec2 is None or pricing is None:
         ec2, pricing = aws.clients(cfg.conn_id, region, cfg.pricing_region)
+        if cfg.commitment_rates:
+            savingsplans = aws.savingsplans_client(cfg.conn_id)
     now = utcnow()
     lookback = job.get("lookback_days")
     with wh_factory() as wh:
@@ -234,9 +259,12 @@ def run_aws(
         spot += hist.records
         newest[fam] = hist.max_timestamp
     catalog, offers = _aws_specs(ec2, region, families)
+    docs: list[Any] | None = [] if cfg.commitment_rates else None
     ondemand = aws.fetch_ondemand(
-        pricing, region, {c.instance_type for c in catalog} | {r.instance_type for r in spot}
+        pricing, region, {c.instance_type for c in catalog} | {r.instance_type for r in spot}, docs
     )
+    rates, rate_products = _aws_rates(ondemand, docs, savingsplans, region, settings)
+    blocks = _aws_capacity_blocks(ec2, region, settings)
     scores = []
     if cfg.placement_scores:
         for itype in cfg.placement_instance_types:
@@ -267,6 +295,8 @@ def run_aws(
         )
         inserted = n_spot["spot_prices"] + n_od["ondemand_prices"]
         store.log_fetch(wh, "aws", [region], "aws", len(spot) + len(ondemand), inserted, run_id)
+        n_rates = commit_store.replace_rates(wh, "aws", rate_products, [region], rates)
+        n_blocks = None if blocks is None else commit_store.replace_capacity_blocks(wh, region, blocks)
     return {
         "provider": "aws",
         "region": region,
@@ -277,7 +307,54 @@ def run_aws(
         "availability": n_avail,
         "drift": len(report_drift("aws", catalog)),
         "placement_scores": n_scores,
+        "commitment_rates": n_rates,
+        "capacity_blocks": n_blocks,
     }
+
+
+def _aws_rates(
+    ondemand: list[PriceRecord],
+    docs: list[Any] | None,
+    savingsplans: Any,
+    region: str,
+    settings: PricesSettings,
+) -> tuple[list[commit_rates.CommitmentRate], list[str]]:
+    """RI rates from the on-demand answers' Reserved terms; Compute Savings Plans rates when a
+    client is there. A refused Savings Plans call leaves the stored rates as they were."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if docs is None:
+        return [], []
+    rates = [r for rec, doc in zip(ondemand, docs, strict=True) for r in commit_rates.aws_reserved(doc, rec)]
+    products = ["reserved_instance"]
+    if savingsplans is not None:
+        try:
+            rates += commit_rates.fetch_savings_plan_rates(
+                savingsplans, region, ondemand, settings.http.max_pages
+            )
+            products.append("savings_plan")
+        except (ClientError, BotoCoreError) as e:
+            log.warning("Savings Plans offering rates refused for %s (%s): stored rates kept", region, e)
+    return rates, products
+
+
+def _aws_capacity_blocks(
+    ec2: Any, region: str, settings: PricesSettings
+) -> list[capacity_blocks.CapacityBlockOffering] | None:
+    """The configured Capacity Block offerings (describe only, nothing is bought); None when
+    none are configured or the call is refused (the stored offerings are then kept)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    cfg = settings.aws.capacity_blocks
+    if not cfg.instance_types:
+        return None
+    try:
+        return capacity_blocks.fetch_offerings(
+            ec2, region, cfg.instance_types, cfg.instance_count, cfg.duration_hours, cfg.window_days
+        )
+    except (ClientError, BotoCoreError) as e:
+        log.warning("describe_capacity_block_offerings refused in %s (%s): stored offerings kept", region, e)
+        return None
 
 
 def _aws_specs(ec2: Any, region: str, families: list[str]) -> tuple[list[CatalogEntry], list[Offering]]:
@@ -318,6 +395,8 @@ class Snapshot:
     catalog: list[CatalogEntry]
     scope: list[Scope]
     offerings: list[Offering] = field(default_factory=list)
+    rates: list[commit_rates.CommitmentRate] = field(default_factory=list)
+    rate_products: list[str] = field(default_factory=list)  # what `rates` answers for
 
 
 Fetch = Callable[[dict[str, Any], PricesSettings, HttpClient | None], Snapshot]
@@ -347,6 +426,7 @@ def _snapshot_runner(provider: str, fetch: Fetch) -> Callable[..., dict[str, Any
 def _fetch_azure(job: dict[str, Any], settings: PricesSettings, client: HttpClient | None) -> Snapshot:
     cfg = settings.azure
     ep = resolve(cfg.conn_id, cfg.base_url)
+    raw: list[dict[str, Any]] | None = [] if cfg.commitment_rates else None
     prices = azure.fetch_region(
         client or _client(settings, cfg.conn_id),
         ep.base_url,
@@ -355,15 +435,53 @@ def _fetch_azure(job: dict[str, Any], settings: PricesSettings, client: HttpClie
         cfg.api_version,
         cfg.currency,
         settings.http.max_pages,
+        raw,
     )
     catalog, offers = _azure_specs(job, settings, client)
     known = {c.instance_type.casefold() for c in catalog}
     catalog += static_entries(
         "azure", {p.instance_type for p in prices if p.instance_type.casefold() not in known}
     )
+    rates, products = _azure_rates(job, settings, client, ep.base_url, prices, raw)
     return Snapshot(
-        [job["region"]], azure.SOURCE, prices, catalog, [("prefix", f) for f in job["families"]], offers
+        [job["region"]],
+        azure.SOURCE,
+        prices,
+        catalog,
+        [("prefix", f) for f in job["families"]],
+        offers,
+        rates,
+        products,
     )
+
+
+def _azure_rates(
+    job: dict[str, Any],
+    settings: PricesSettings,
+    client: HttpClient | None,
+    base_url: str,
+    prices: list[PriceRecord],
+    raw: list[dict[str, Any]] | None,
+) -> tuple[list[commit_rates.CommitmentRate], list[str]]:
+    """Savings plan rates from the Consumption items already listed; reservation prices from a
+    second listing of the region (priceType Reservation). A failing second listing costs only
+    the reservation rates."""
+    if raw is None:
+        return [], []
+    cfg = settings.azure
+    items, products = list(raw), ["savings_plan"]
+    params = {"api-version": cfg.api_version, "$filter": commit_rates.azure_reservation_filter(job["region"])}
+    if cfg.currency != "USD":
+        params["currencyCode"] = f"'{cfg.currency}'"
+    try:
+        for page in azure.iter_pages(
+            client or _client(settings, cfg.conn_id), base_url, params, settings.http.max_pages
+        ):
+            items += page
+        products.append("reservation")
+    except _SPEC_ERRORS as e:
+        log.warning("Azure reservation prices refused for %s (%s): stored rates kept", job["region"], e)
+    return commit_rates.azure_rates(items, prices), products
 
 
 # A spec call that fails is no reason to lose the prices: the static table answers instead.
@@ -419,6 +537,7 @@ def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient
             )
         except _SPEC_ERRORS as e:
             log.warning("GCP Compute machineTypes refused (%s): shapes from the static table", e)
+    commits: list[dict[str, Any]] | None = [] if cfg.commitment_rates else None
     prices = gcp.fetch(
         client,
         ep.base_url,
@@ -429,13 +548,22 @@ def _fetch_gcp(job: dict[str, Any], settings: PricesSettings, client: HttpClient
         settings.http.max_pages,
         specs=specs,
         offered={(o.region, o.instance_type) for o in offers} if specs is not None else None,
+        commits=commits,
     )
     if specs is None:
         catalog = static_entries("gcp", {p.instance_type for p in prices})
     else:
         catalog = specs
+    rates = [] if commits is None else commit_rates.gcp_rates(commits, prices, job["families"], specs)
     return Snapshot(
-        job["regions"], gcp.SOURCE, prices, catalog, [("prefix", f"{f}-") for f in job["families"]], offers
+        job["regions"],
+        gcp.SOURCE,
+        prices,
+        catalog,
+        [("prefix", f"{f}-") for f in job["families"]],
+        offers,
+        rates,
+        ["resource_cud"] if commits else [],
     )
 
 

@@ -22,6 +22,15 @@ class HttpSettings(_M):
     max_pages: int = Field(default=500, ge=1, description="safety cap on followed pages per listing")
 
 
+class CapacityBlocks(_M):
+    """AWS Capacity Blocks for ML to describe (never buy): empty instance_types = not fetched."""
+
+    instance_types: list[str] = Field(default=[], description="e.g. [p5.48xlarge]; empty: off")
+    instance_count: int = Field(default=1, ge=1, le=64)
+    duration_hours: int = Field(default=24, ge=24, le=4368, description="whole days, 1 to 182")
+    window_days: int | None = Field(default=None, ge=1, le=182, description="start within N days")
+
+
 class AwsPrices(_M):
     enabled: bool = True
     conn_id: str = "aws_default"
@@ -32,6 +41,10 @@ class AwsPrices(_M):
     placement_scores: bool = True
     placement_target_capacity: int = Field(default=1, ge=1)
     placement_instance_types: list[str] = ["p5.48xlarge", "p4d.24xlarge", "g6e.xlarge", "g5.xlarge"]
+    commitment_rates: bool = Field(
+        default=True, description="RI terms (get_products) and Compute Savings Plans rates for the advice"
+    )
+    capacity_blocks: CapacityBlocks = CapacityBlocks()
 
 
 class AzurePrices(_M):
@@ -55,6 +68,9 @@ class AzurePrices(_M):
         default=None, description="Azure connection (login = client id, password = secret, extra tenantId)"
     )
     arm_base_url: str = "https://management.azure.com"
+    commitment_rates: bool = Field(
+        default=True, description="reservation and savings plan prices for the advice"
+    )
 
 
 class GcpPrices(_M):
@@ -73,6 +89,7 @@ class GcpPrices(_M):
         description="machine types (specs, zones) are listed in this project; unset -> static table",
     )
     compute_base_url: str = "https://compute.googleapis.com"
+    commitment_rates: bool = Field(default=True, description="resource-CUD SKU prices for the advice")
 
 
 class LambdaPrices(_M):
