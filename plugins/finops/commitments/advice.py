@@ -59,6 +59,7 @@ class Offer:
     payment: Payment
     discount: Decimal  # 0.3 = the commitment prices on-demand usage 30 % lower
     step: Decimal | None = None  # commitment granularity in on-demand $/h (one instance's rate for an RI)
+    rate_source: str = "default"  # config | price_data:<family or all> | default (finops.commitments.rates)
 
     def __post_init__(self) -> None:
         if not (ZERO <= self.discount < ONE):

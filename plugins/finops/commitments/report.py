@@ -34,3 +34,11 @@ def team_sections(wh: Any, period: str, teams: list[str]) -> dict[str, list[dict
             }
         )
     return out
+
+
+def capacity_block_rows(wh: Any) -> list[dict[str, Any]]:
+    """The AWS Capacity Block offerings the price jobs described, priced against the latest
+    on-demand price (organisation-wide, the same for every team). Described, never purchased."""
+    from finops.commitments.capacity import block_row, stored_capacity_blocks
+
+    return [block_row(region, b) for region, b in stored_capacity_blocks(wh)]

@@ -105,6 +105,9 @@ class AdviceSettings(_Model):
     drop_share: float = Field(default=0.2, ge=0, lt=1, description="usage drop the risk is simulated at")
     min_monthly_savings: float = Field(default=0, ge=0, description="leave out advice saving less per month")
     families: int = Field(default=10, ge=1, le=200, description="per-family products: the N largest families")
+    rates_max_age_days: int = Field(
+        default=35, ge=1, le=400, description="price-data discount rates older than this are not used"
+    )
 
 
 class CommitmentsSettings(_Model):

@@ -361,6 +361,8 @@ class WhatIf:
 class AdviceResult:
     advice: list[Advice] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    # (region, AWS Capacity Block offering priced against on-demand): described, never bought
+    capacity_blocks: list[tuple[str, Any]] = field(default_factory=list)
 
 
 def eligible_daily(
@@ -391,6 +393,9 @@ def purchase_advice(
     series = eligible_daily(wh, start, today, settings.providers)
     res = AdviceResult()
     drop = Decimal(str(a.drop_share))
+    from finops.commitments import rates
+
+    price_rates = rates.load(wh, settings, datetime.combine(today, datetime.min.time()))
     for provider in settings.providers:
         from finops.commitments.settings import DEFAULT_DISCOUNTS
 
@@ -411,7 +416,7 @@ def purchase_advice(
             for (_, scope, currency), daily in keyed:
                 for adv in advise(
                     daily_samples(daily, days),
-                    settings.offers(provider, product),
+                    rates.offers(settings, provider, product, scope, price_rates),
                     scope=scope,
                     currency=currency,
                     drop_share=drop,
@@ -424,10 +429,14 @@ def purchase_advice(
                         continue
                     res.advice.append(adv)
     if "aws" in settings.providers and what_if is None:
-        res.skipped.append(
-            "aws capacity blocks: the price history holds no Capacity Block offerings "
-            "(advice.capacity_blocks prices offerings a caller passes)"
-        )
+        from finops.commitments.capacity import stored_capacity_blocks
+
+        res.capacity_blocks = stored_capacity_blocks(wh)
+        if not res.capacity_blocks:
+            res.skipped.append(
+                "aws capacity blocks: no offerings stored (prices.aws.capacity_blocks.instance_types "
+                "names the GPU types the price jobs describe)"
+            )
     res.advice.sort(key=lambda x: -x.expected_savings_term)
     return res
 
@@ -446,6 +455,7 @@ def store_advice(wh: Any, run_id: str, advice: Sequence[Advice], what_if: bool) 
             "term_years": x.offer.term_years,
             "payment": x.offer.payment,
             "discount": _m(x.offer.discount),
+            "rate_source": x.offer.rate_source,
             "currency": x.currency,
             "what_if": what_if,
             "covers_on_demand_hourly": _m(x.covers_on_demand_hourly),
@@ -469,7 +479,7 @@ def store_advice(wh: Any, run_id: str, advice: Sequence[Advice], what_if: bool) 
     if not rows:
         return 0
     m, ints = pa.decimal128(38, 10), {"term_years", "break_even_months", "samples"}
-    text = {"run_id", "provider", "product", "scope", "payment", "currency"}
+    text = {"run_id", "provider", "product", "scope", "payment", "currency", "rate_source"}
     schema = pa.schema([
         (k, pa.timestamp("us") if k == "computed_at" else pa.bool_() if k == "what_if"
          else pa.int64() if k in ints else pa.string() if k in text else m)

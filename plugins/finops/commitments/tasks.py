@@ -129,12 +129,23 @@ def run_advice_task(today: date, run_id: str, params: dict[str, Any] | None = No
                 "scope": a.scope,
                 "term_years": a.offer.term_years,
                 "payment": a.offer.payment,
+                "discount": str(a.offer.discount),
+                "rate_source": a.offer.rate_source,
                 "commitment_hourly": str(a.commitment_hourly.quantize(Decimal("0.001"))),
                 "expected_savings_term": str(a.expected_savings_term.quantize(Decimal("0.01"))),
                 "drop_savings_term": str(a.drop_savings_term.quantize(Decimal("0.01"))),
             }
             for a in res.advice[:5]
         ]
-        return {"stored": n, "top": top, "skipped": res.skipped, "note": DISCLAIMER}
+        from finops.commitments.capacity import block_row
+
+        blocks = [block_row(region, b) for region, b in res.capacity_blocks]
+        return {
+            "stored": n,
+            "top": top,
+            "capacity_blocks": blocks,
+            "skipped": res.skipped,
+            "note": DISCLAIMER,
+        }
     finally:
         wh.close()

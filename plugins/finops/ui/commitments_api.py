@@ -107,7 +107,7 @@ def advice(r: ReaderDep, what_if: bool = False) -> dict[str, Any]:
     if not latest or latest[0][0] is None:
         return empty("No purchase advice yet.", note=DISCLAIMER)
     cols = (
-        "provider, product, scope, term_years, payment, discount, currency, commitment_hourly, "
+        "provider, product, scope, term_years, payment, discount, rate_source, currency, commitment_hourly, "
         "covers_on_demand_hourly, upfront, monthly_recurring, expected_utilisation, expected_savings_monthly, "
         "expected_savings_term, break_even_utilisation, break_even_months, drop_share, drop_utilisation, "
         "drop_savings_term"
@@ -129,3 +129,15 @@ def advice(r: ReaderDep, what_if: bool = False) -> dict[str, Any]:
                 item[k] = str(v.normalize())
         items.append(item)
     return {"computed_at": _iso(latest[0][0]), "what_if": what_if, "note": DISCLAIMER, "items": items}
+
+
+@router.get("/capacity-blocks")
+def capacity_block_offerings(r: ReaderDep) -> dict[str, Any]:
+    """AWS Capacity Block offerings the price jobs described, priced against the latest on-demand
+    price of the same instance type and region. Described only: nothing is purchased."""
+    from finops.commitments.capacity import block_row, stored_capacity_blocks
+
+    if r.missing("capacity_block_offerings"):
+        return empty("No Capacity Block offerings fetched.", note=DISCLAIMER)
+    items = [block_row(region, b) for region, b in stored_capacity_blocks(r.warehouse)]
+    return {"note": DISCLAIMER, "items": items}

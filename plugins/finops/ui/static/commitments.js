@@ -56,6 +56,7 @@ async function loadCommitmentAdvice() {
     renderTable(box, [
       {key: "provider", label: "Cloud"}, {key: "product", label: "Product"}, {key: "scope", label: "Scope"},
       {label: "Term", fmt: r => r.term_years + " y"}, {key: "payment", label: "Payment"},
+      {label: "Discount", num: true, fmt: r => pctCell(r.discount)}, {key: "rate_source", label: "Rate from"},
       {label: "Commit $/h", num: true, fmt: r => r.commitment_hourly},
       {label: "Upfront", num: true, fmt: m("upfront")}, {label: "Monthly", num: true, fmt: m("monthly_recurring")},
       {label: "Expected utilisation", num: true, fmt: r => pctCell(r.expected_utilisation)},
@@ -67,7 +68,24 @@ async function loadCommitmentAdvice() {
   } catch (err) { showError(box, err); }
 }
 
+async function loadCapacityBlocks() {
+  const box = document.getElementById("commitments-capacity-blocks");
+  try {
+    const data = await api("commitments/capacity-blocks");
+    const m = k => r => r[k] === null ? "no on-demand price" : fmtMoney(r[k], r.currency);
+    renderTable(box, [
+      {key: "region", label: "Region"}, {key: "instance_type", label: "Instance type"},
+      {key: "instance_count", label: "Count", num: true}, {key: "hours", label: "Hours", num: true},
+      {key: "start", label: "Start"}, {label: "Upfront fee", num: true, fmt: m("upfront_fee")},
+      {label: "$/instance-hour", num: true, fmt: r => r.per_instance_hour},
+      {label: "On-demand $/instance-hour", num: true, fmt: r => r.on_demand_per_instance_hour ?? "–"},
+      {label: "Saving vs on demand", num: true, fmt: m("saving_vs_on_demand")},
+    ], data, {emptyText: "No Capacity Block offerings fetched."});
+  } catch (err) { showError(box, err); }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("commitments-by").addEventListener("change", loadCommitmentCoverage);
   loadCommitmentUtilisation(); loadCommitmentCoverage(); loadCommitmentCalendar(); loadCommitmentAdvice();
+  loadCapacityBlocks();
 });
