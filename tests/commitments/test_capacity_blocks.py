@@ -76,3 +76,18 @@ def test_nothing_stored_says_how_to_turn_it_on(duckdb_wh, ui_client, ui_headers)
     res = purchase_advice(duckdb_wh, parse_settings({"providers": ["aws"]}), date(2026, 11, 21))
     assert res.capacity_blocks == [] and any("prices.aws.capacity_blocks" in s for s in res.skipped)
     assert capacity_block_rows(duckdb_wh) == []
+
+
+def test_monthly_report_shows_the_offerings(stored):
+    from finops.allocation.report import TeamReport
+
+    r = TeamReport(
+        "ml", "2026-11", "amortised", None, [], {}, [], [], [], capacity_blocks=capacity_block_rows(stored)
+    )
+    html = r.html(None)
+    assert "AWS Capacity Blocks (described, never bought)" in html
+    assert "<td>cbr-1</td>" not in html  # ids stay in the CSV / page; the report shows the offer
+    assert "<td>30.5600</td>" in html and "<td>466.56</td>" in html and "<td>-120.00</td>" in html
+    assert "Capacity Blocks" not in TeamReport("x", "2026-11", "amortised", None, [], {}, [], [], []).html(
+        None
+    )

@@ -61,6 +61,12 @@ _TEMPLATE = """<html><head><meta charset="utf-8"><title>Showback {{ r.team }} {{
 {% for c in r.commitments %}<tr><td>{{ c.currency }}</td><td>{{ c.covered }}</td><td>{{ c.eligible }}</td>
 <td>{% if c.coverage_pct is not none %}{{ c.coverage_pct }} %{% else %}-{% endif %}</td><td>{{ c.unused }}</td></tr>
 {% endfor %}</table>{% endif %}
+{% if r.capacity_blocks %}<h2>GPU capacity on offer: AWS Capacity Blocks (described, never bought)</h2><table border="1" cellpadding="4" cellspacing="0">
+<tr><th>Region</th><th>Instance type</th><th>Instances</th><th>Hours</th><th>Start</th><th>Currency</th><th>Upfront fee</th><th>Per instance-hour</th><th>On demand per instance-hour</th><th>Saving vs on demand</th></tr>
+{% for b in r.capacity_blocks %}<tr><td>{{ b.region }}</td><td>{{ b.instance_type }}</td><td>{{ b.instance_count }}</td><td>{{ b.hours }}</td>
+<td>{{ b.start }}</td><td>{{ b.currency }}</td><td>{{ b.upfront_fee }}</td><td>{{ b.per_instance_hour }}</td>
+<td>{{ b.on_demand_per_instance_hour or "-" }}</td><td>{{ b.saving_vs_on_demand or "-" }}</td></tr>
+{% endfor %}</table>{% endif %}
 {% if r.inference %}<h2>Inference cost at the P99 target (cheapest offers, all teams)</h2><table border="1" cellpadding="4" cellspacing="0">
 <tr><th>Model</th><th>Precision</th><th>Batch</th><th>P99 target (ms)</th><th>Offer</th><th>Currency</th><th>Per 1,000 requests</th><th>Per 1M output tokens</th></tr>
 {% for i in r.inference %}<tr><td>{{ i.model }}</td><td>{{ i.dtype }}</td><td>{{ i.batch }}</td><td>{{ i.p99_target_ms }}</td>
@@ -88,6 +94,9 @@ class TeamReport:
     forecast: list[dict[str, Any]] = field(default_factory=list)
     budgets: list[dict[str, Any]] = field(default_factory=list)
     commitments: list[dict[str, Any]] = field(default_factory=list)  # finops.commitments.report
+    capacity_blocks: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # commitments.report.capacity_block_rows
     inference: list[dict[str, Any]] = field(default_factory=list)  # finops.gpubench.serving_store.report_rows
 
     def html(self, img_src: str | None) -> str:
@@ -199,10 +208,13 @@ def build_reports(
         )
         r.chart_png = daily_chart_png(r.daily_by_line, f"{team} {period} ({view}) daily cost by line")
     add_outlook(wh, list(by_team.values()), period, view)
-    from finops.commitments.report import team_sections
+    from finops.commitments.report import capacity_block_rows, team_sections
 
     for team, rows in team_sections(wh, period, list(by_team)).items():
         by_team[team].commitments = rows
+    blocks = capacity_block_rows(wh)  # organisation-wide: the same for every team
+    for r in by_team.values():
+        r.capacity_blocks = blocks
     from finops.gpubench.serving_store import report_rows
 
     inference = report_rows(wh)  # organisation-wide: the same for every team
