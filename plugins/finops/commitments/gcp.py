@@ -321,23 +321,49 @@ def new_model_ids(lines: Iterable[SpendCudLine]) -> set[str]:
     return {ln.commitment_id for ln in lines if ln.status == "Unused"}
 
 
+def cud_row(
+    commitment_id: str,
+    currency: str,
+    period: str,
+    used_cost: Decimal,
+    unused_cost: Decimal,
+    covered_list: Decimal,
+    used_quantity: Decimal,
+    unused_quantity: Decimal,
+    units: set[str],
+) -> Utilisation:
+    """A GCP CUD's Utilisation row: its unused part is measured from the fee, so it is always
+    reported (`unused_reported`), unlike the credit rows alone (see `usage.utilisation`)."""
+    return Utilisation(
+        provider="gcp",
+        commitment_id=commitment_id,
+        commitment_type="Committed Use Discount",
+        currency=currency,
+        period=period,
+        used_cost=used_cost,
+        unused_cost=unused_cost,
+        covered_list=covered_list,
+        used_quantity=used_quantity,
+        unused_quantity=unused_quantity,
+        units=units,
+        unused_reported=True,
+    )
+
+
 def new_spend_cud_rows(lines: Iterable[SpendCudLine]) -> list[Utilisation]:
     """Day-grain Utilisation rows of the new-model CUDs (id `gcp-spend-cud:<subscription>`):
     used = the offset, unused = the fee not offset, quantities in discounted dollars."""
     return [
-        Utilisation(
-            provider="gcp",
-            commitment_id=f"gcp-spend-cud:{s.commitment_id}",
-            commitment_type="Committed Use Discount",
-            currency=s.currency,
-            period=s.period,
-            used_cost=s.used_cost,
-            unused_cost=s.unused_cost,
-            covered_list=s.covered_list,
-            used_quantity=s.used_cost,
-            unused_quantity=s.unused_cost,
-            units={s.currency},
-            unused_reported=True,
+        cud_row(
+            f"gcp-spend-cud:{s.commitment_id}",
+            s.currency,
+            s.period,
+            s.used_cost,
+            s.unused_cost,
+            s.covered_list,
+            s.used_cost,
+            s.unused_cost,
+            {s.currency},
         )
         for s in new_spend_cud_utilisation(lines, "day")
     ]

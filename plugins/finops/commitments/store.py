@@ -18,6 +18,7 @@ from finops.commitments import inventory as inv
 from finops.commitments.advice import Advice, advise, daily_samples
 from finops.commitments.expiry import Commitment, ExpiryEntry, alerts_due, expiry_calendar
 from finops.commitments.gcp import (
+    cud_row,
     cud_utilisation,
     new_model_ids,
     new_spend_cud_rows,
@@ -73,36 +74,30 @@ def gcp_fee_utilisation(
     out = new_spend_cud_rows(new)
     for s in spend_cud_utilisation(fees, covered, spend_discount(settings or CommitmentsSettings()), "day"):
         out.append(
-            Utilisation(
-                provider="gcp",
-                commitment_id=f"gcp-spend-cud:{s.billing_account}:{s.service}:{s.region or 'all'}",
-                commitment_type="Committed Use Discount",
-                currency=s.currency,
-                period=s.period,
-                used_cost=s.used_cost,
-                unused_cost=s.unused_cost,
-                covered_list=s.covered_list,
-                used_quantity=s.credited,
-                unused_quantity=max(s.commitment_on_demand - s.credited, ZERO),
-                units={s.currency},
-                unused_reported=True,
+            cud_row(
+                f"gcp-spend-cud:{s.billing_account}:{s.service}:{s.region or 'all'}",
+                s.currency,
+                s.period,
+                s.used_cost,
+                s.unused_cost,
+                s.covered_list,
+                s.credited,
+                max(s.commitment_on_demand - s.credited, ZERO),
+                {s.currency},
             )
         )
     for u in cud_utilisation(fees, covered, "day"):
         out.append(
-            Utilisation(
-                provider="gcp",
-                commitment_id=f"gcp-cud:{u.billing_account}:{u.region}:{u.resource}",
-                commitment_type="Committed Use Discount",
-                currency=u.currency,
-                period=u.period,
-                used_cost=u.used_cost,
-                unused_cost=u.unused_cost,
-                covered_list=u.covered_list,
-                used_quantity=u.used_quantity,
-                unused_quantity=max(u.committed_quantity - u.used_quantity, ZERO),
-                units={u.unit} if u.unit else set(),
-                unused_reported=True,
+            cud_row(
+                f"gcp-cud:{u.billing_account}:{u.region}:{u.resource}",
+                u.currency,
+                u.period,
+                u.used_cost,
+                u.unused_cost,
+                u.covered_list,
+                u.used_quantity,
+                max(u.committed_quantity - u.used_quantity, ZERO),
+                {u.unit} if u.unit else set(),
             )
         )
     return inv.attribute_api_commitments(wh, out)  # API commitments get their share
