@@ -11,6 +11,8 @@
 - GCP: the Compute API's commitments (`endTimestamp`, `plan`, `resources`) via `gcp_commitments`;
   their resources go to `commitment_resources` (migration 801), from which
   finops.commitments.gcp_attribution gives each commitment its share of the billed CUD fee.
+  Spend-based CUDs: Google's CUD metadata export (`cud_subscriptions_export` in BigQuery) via
+  `gcp_cud_subscriptions`.
 - Anything else: `commitments.inventory` in finops.yaml.
 
 Stored in `commitment_inventory` (migration 800), one row per (provider, commitment id), the
@@ -266,6 +268,43 @@ def gcp_commitments(payload: Mapping[str, Any]) -> list[InventoryItem]:
             )
         )
     return out
+
+
+def gcp_cud_subscriptions(rows: Iterable[Mapping[str, Any]]) -> list[InventoryItem]:
+    """Spend-based CUDs from Google's CUD metadata export (`cud_subscriptions_export`), one
+    row per subscription as `sources.gcp_cud_export_end_dates` selects them (keys: instance_id,
+    product, model, display_name, region, amount_value, amount_unit, term, start_time,
+    end_time, state). The id is `gcp-spend-cud:<subscription.instance_id>`, the id the billing
+    side gives a multiprice-model CUD (finops.commitments.gcp.new_spend_cud_rows). A row
+    without an instance id or an end time is left out; a later row of the same id wins."""
+    out: dict[str, InventoryItem] = {}
+    for r in rows:
+        sid, end = str(r.get("instance_id") or "").strip(), parse_time(r.get("end_time"))
+        if not sid or end is None:
+            continue
+        start = parse_time(r.get("start_time"))
+        amount = " ".join(_text(r[k]) for k in ("amount_value", "amount_unit") if r.get(k) is not None)
+        what = " ".join(str(x) for x in (r.get("model") or r.get("product"), amount, r.get("region")) if x)
+        name = str(r.get("display_name") or "")
+        out[sid] = InventoryItem(
+            "gcp",
+            f"gcp-spend-cud:{sid}",
+            last_day(end),
+            start.date() if start else None,
+            "Committed Use Discount",
+            f"{what} ({name})" if name and what else what or name,
+            str(r.get("term") or ""),
+            "monthly",
+            "gcp-cud-export",
+        )
+    return sorted(out.values(), key=lambda i: i.commitment_id)
+
+
+def _text(v: Any) -> str:
+    """A NUMERIC as BigQuery returns it (Decimal('10.000000000')) -> '10'."""
+    if isinstance(v, Decimal):
+        return format(v.normalize(), "f")
+    return str(v)
 
 
 def _resource_text(r: Mapping[str, Any]) -> str:

@@ -90,6 +90,12 @@ class EndDateSource(_Model):
     base_url: str | None = Field(
         default=None, pattern=r"^https?://[^\s?#]+$", description="API host other than the provider's"
     )
+    cud_export_table: str | None = Field(
+        default=None,
+        pattern=r"^([a-z][a-z0-9.:-]*[a-z0-9]\.)?[A-Za-z0-9_]{1,1024}\.[A-Za-z0-9_-]{1,1024}$",
+        description="GCP CUD metadata export `project.dataset.cud_subscriptions_export`, read through "
+        "conn_id's BigQuery client instead of the Compute API",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> EndDateSource:
@@ -97,6 +103,13 @@ class EndDateSource(_Model):
             raise ValueError("conn_id is required unless base_url points at a local server")
         if self.provider == "azure" and self.project:
             raise ValueError("project: only for provider gcp")
+        if self.cud_export_table and self.provider != "gcp":
+            raise ValueError("cud_export_table: only for provider gcp")
+        if self.cud_export_table and (self.base_url or not self.conn_id):
+            raise ValueError(
+                "cud_export_table: read through conn_id's BigQuery connection (its api_endpoint extra "
+                "names an emulator); base_url is not used"
+            )
         return self
 
 

@@ -8,6 +8,9 @@ finops.commitments.inventory:
 - GCP: `regionCommitments.aggregatedList` (`GET /compute/v1/projects/{p}/aggregated/commitments`):
   `items` maps each region scope to `{commitments: [...]}` (or a `warning` when it has none),
   pages chained by `nextPageToken`.
+- GCP spend-based CUDs: Google's CUD metadata export in BigQuery (`cud_subscriptions_export`,
+  a daily snapshot per subscription), read through the billing source's BigQuery client
+  (finops.sources.gcp_bigquery.bq_client: the connection's credentials or its emulator).
 
 A source that fails (refused, unreachable, bad answer) is recorded and skipped: the inventory
 keeps the end dates it had (finops.yaml, the CUR, an earlier fetch)."""
@@ -96,6 +99,55 @@ def gcp_end_dates(client: HttpClient, project: str) -> list[inv.InventoryItem]:
     raise EndDateSourceError(f"{path}: more than {MAX_PAGES} pages")
 
 
+# Google's reference spells the amount RECORD `commitent_amount` ({unit, value}); either spelling
+# (and `amount` for `value`) is read, whichever the table has.
+_CUD_EXPORT_FIELDS = {
+    "instance_id": ("subscription.instance_id",),
+    "product": ("cud_product.display_name",),
+    "model": ("consumption_model.description",),
+    "display_name": ("subscription.display_name",),
+    "region": ("region",),
+    "amount_value": (
+        "commitent_amount.value", "commitment_amount.value", "commitent_amount.amount", "commitment_amount.amount",
+    ),
+    "amount_unit": ("commitent_amount.unit", "commitment_amount.unit"),
+    "term": ("term",),
+    "start_time": ("start_time",),
+    "end_time": ("end_time",),
+    "state": ("state",),
+}  # fmt: skip
+
+
+def _paths(fields: Any, prefix: str = "") -> set[str]:
+    out: set[str] = set()
+    for f in fields:
+        out.add(prefix + f.name)
+        out |= _paths(f.fields or (), f"{prefix}{f.name}.")
+    return out
+
+
+def gcp_cud_export_end_dates(client: Any, table: str) -> list[inv.InventoryItem]:
+    """Spend-based CUDs from the CUD metadata export `table` (`project.dataset.table`, checked
+    by the settings: identifiers cannot be bound). The table holds a snapshot a day and no
+    snapshot time, so per subscription the latest is the row with the latest end_time
+    (`Expired` before `Active` on the same end: a state only moves that way)."""
+    have = _paths(client.get_table(table).schema)
+    for need in ("subscription.instance_id", "end_time"):
+        if need not in have:
+            raise EndDateSourceError(f"{table}: no column {need}: not a cud_subscriptions_export table")
+    cols = []
+    for alias, candidates in _CUD_EXPORT_FIELDS.items():
+        col = next((c for c in candidates if c in have), None)
+        cols.append(f"{col or 'NULL'} AS {alias}")
+    sql = (
+        f"SELECT {', '.join(cols)} FROM `{table}` "
+        "WHERE subscription.instance_id IS NOT NULL AND end_time IS NOT NULL "
+        "QUALIFY ROW_NUMBER() OVER (PARTITION BY subscription.instance_id "
+        "ORDER BY end_time DESC, IF(state = 'Expired', 0, 1), start_time DESC) = 1"
+    )
+    return inv.gcp_cud_subscriptions(dict(r.items()) for r in client.query(sql).result())
+
+
 def client_for(source: EndDateSource) -> tuple[HttpClient, str | None]:
     """(client, GCP project) from the source's Airflow connection: `azure` -> ARM tokens,
     `google_cloud_platform` -> Google tokens (and its project), `http` -> its host as the
@@ -131,7 +183,8 @@ class FetchResult:
 
 
 def source_name(s: EndDateSource) -> str:
-    return ":".join(x for x in (s.provider, s.conn_id or s.base_url or "", s.project or "") if x)
+    parts = (s.provider, s.conn_id or s.base_url or "", s.project or "", s.cud_export_table or "")
+    return ":".join(x for x in parts if x)
 
 
 def fetch_end_dates(wh: Any, settings: CommitmentsSettings) -> FetchResult:
@@ -142,6 +195,14 @@ def fetch_end_dates(wh: Any, settings: CommitmentsSettings) -> FetchResult:
     for src in settings.end_date_sources:
         name = source_name(src)
         try:
+            if src.cud_export_table:
+                from finops.sources.gcp_bigquery import bq_client
+
+                items = gcp_cud_export_end_dates(
+                    bq_client(src.conn_id or "", src.project), src.cud_export_table
+                )
+                res.stored[name] = inv.store(wh, items)
+                continue
             client, project = client_for(src)
             if src.provider == "azure":
                 items = azure_end_dates(client)
