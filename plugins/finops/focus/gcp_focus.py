@@ -24,7 +24,9 @@ ServiceCategory (kept when it is a FOCUS category, else our service table), Serv
 (kept when valid under that category, else our table, else `Other (<ServiceCategory>)`),
 ChargeFrequency (from ChargeCategory), InvoiceIssuerName / PublisherName ('Google Cloud'),
 InvoiceId (provisional: account + month), SubAccount* (x_Project), CommitmentDiscount* (the
-CUD entry of x_Credits), units (FOCUS UnitFormat via finops.focus.units). Billing period bounds:
+CUD entry of x_Credits; multiprice spend-based CUDs from x_ConsumptionModel*,
+x_SubscriptionInstanceId and the FEE_UTILIZATION_OFFSET credit, as finops.focus.gcp_billing maps
+them), x_instance_type (the export's machine_spec system label), units (FOCUS UnitFormat via finops.focus.units). Billing period bounds:
 the export's own when they are UTC midnights of the period, else the invoice month's Pacific
 midnights (the view's end is an inclusive last day).
 """
@@ -33,7 +35,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from finops.focus.gcp_billing import INVOICE_TZ, SERVICE_CATEGORIES, SERVICE_SUBCATEGORIES, _case
+from finops.focus.gcp_billing import (
+    CUD_CONSUMPTION_MODELS,
+    FEE_OFFSET,
+    INVOICE_TZ,
+    NEW_CUD_FEE_SKUS,
+    NOT_CONTRACTED,
+    SERVICE_CATEGORIES,
+    SERVICE_SUBCATEGORIES,
+    _case,
+)
 from finops.focus.native_focus import NativeFocusConverter
 from finops.focus.projection import lineage, lit, other_subcategory_sql, period_bounds_sql, select_list
 from finops.focus.schema import BY_NAME
@@ -52,6 +63,27 @@ _CUD = (
     "'COMMITTED_USAGE_DISCOUNT_DOLLAR_BASE'))[1]"
 )
 _SERVICE_NAME = '"ServiceName"'
+# Spend-based CUDs on Google's multiprice model (as finops.focus.gcp_billing maps them from the
+# detailed export): the usage's x_ConsumptionModel* names the CUD, the $1 fee SKU carries a
+# FEE_UTILIZATION_OFFSET credit; x_SubscriptionInstanceId ties both to the CUD.
+_CM_CUD = (
+    f'COALESCE("x_ConsumptionModelId" IN ({", ".join(lit(i) for i in CUD_CONSUMPTION_MODELS)}) '
+    "OR regexp_matches(\"x_ConsumptionModelDescription\", '\\bCUD\\b'), false)"
+)
+_NEW_FEE = (
+    f'COALESCE("SkuId" IN ({", ".join(lit(i) for i in NEW_CUD_FEE_SKUS)}) '
+    f'OR len(list_filter("x_Credits", lambda c: c.Type = {FEE_OFFSET})) > 0, false)'
+)
+_NOT_CONTRACTED = NOT_CONTRACTED[:-1] + ", 'PROMOTION')"  # credits ContractedCost leaves out
+
+
+def _credits(cond: str) -> str:
+    return (
+        f'COALESCE(list_sum(list_transform(list_filter("x_Credits", lambda c: {cond}), '
+        f"lambda c: CAST(c.Amount AS {MONEY}))), 0)"
+    )
+
+
 PRICING = UnitScaler('"PricingUnit"', "x_pu_")
 CONSUMED = UnitScaler('"ConsumedUnit"', "x_cu_")
 _TAG_PRIORITY = "CASE e.x_type WHEN 'label' THEN 4 WHEN 'system_label' THEN 3 WHEN 'tag' THEN 2 ELSE 1 END"
@@ -85,6 +117,9 @@ class GcpFocusConverter(NativeFocusConverter):
         "x_CostType": "VARCHAR",
         "x_ServiceId": "VARCHAR",
         "x_SubscriptionInstanceId": "VARCHAR",
+        "x_ConsumptionModelId": "VARCHAR",
+        "x_ConsumptionModelDescription": "VARCHAR",
+        "x_CostAtEffectivePriceDefault": "VARCHAR",
     }
     fallbacks = {
         "billing_account_name": "NULLIF(trim(CAST(\"BillingAccountId\" AS VARCHAR)), '')",
@@ -210,8 +245,51 @@ class GcpFocusConverter(NativeFocusConverter):
             f"COALESCE({out['commitment_discount_status']}, CASE WHEN {cud} IS NOT NULL "
             f"AND {out['charge_category']} = 'Usage' THEN 'Used' END)"
         )
+        self._new_spend_cuds(out)
         out["tags"] = self._tags(cols)
+        if "x_systemlabels" in lower:  # Google's export: the machine type, as the detailed converter reads it
+            out["x_instance_type"] = (
+                "list_filter(\"x_SystemLabels\", lambda l: l.Key = 'compute.googleapis.com/machine_spec')[1].Value"
+            )
         return out
+
+    @staticmethod
+    def _new_spend_cuds(out: dict[str, str]) -> None:
+        """Multiprice spend-based CUD rows the export leaves without CommitmentDiscount* columns
+        get what finops.focus.gcp_billing gives them: usage priced by a CUD consumption model
+        'Used', the fee row 'Unused', both 'Spend' with the subscription as id, PricingCategory
+        'Committed'; ContractedCost of the usage at the default price (x_CostAtEffectivePriceDefault)
+        and of the fee the fee itself (EffectiveCost with the offset taken back out)."""
+        usage = f"{out['charge_category']} = 'Usage'"
+        cm, fee = f"({usage} AND {_CM_CUD})", f"({usage} AND NOT {_CM_CUD} AND {_NEW_FEE})"
+        sub = "NULLIF(trim(\"x_SubscriptionInstanceId\"), '')"
+        out["commitment_discount_id"] = (
+            f"COALESCE({out['commitment_discount_id']}, CASE WHEN {cm} THEN COALESCE({sub}, "
+            f'"x_ConsumptionModelId") WHEN {fee} THEN COALESCE({sub}, "SkuId") END)'
+        )
+        out["commitment_discount_name"] = (
+            f'COALESCE({out["commitment_discount_name"]}, CASE WHEN {cm} THEN "x_ConsumptionModelDescription" '
+            f"WHEN {fee} THEN {out['charge_description']} END)"
+        )
+        new = f"({cm} OR {fee})"
+        out["commitment_discount_category"] = (
+            f"COALESCE({out['commitment_discount_category']}, CASE WHEN {new} THEN 'Spend' END)"
+        )
+        out["commitment_discount_type"] = (
+            f"COALESCE({out['commitment_discount_type']}, CASE WHEN {new} THEN 'Committed Use Discount' END)"
+        )
+        out["commitment_discount_status"] = (
+            f"COALESCE({out['commitment_discount_status']}, CASE WHEN {cm} THEN 'Used' WHEN {fee} THEN 'Unused' END)"
+        )
+        out["pricing_category"] = f"CASE WHEN {new} THEN 'Committed' ELSE {out['pricing_category']} END"
+        default = f"CAST(NULLIF(trim(CAST(\"x_CostAtEffectivePriceDefault\" AS VARCHAR)), '') AS {MONEY})"
+        kept = _credits(f"COALESCE(c.Type, '') NOT IN {_NOT_CONTRACTED}")  # e.g. SUD, negotiated
+        out["contracted_cost"] = (
+            f"CASE WHEN {cm} THEN COALESCE({default} + {kept}, "
+            f"CAST({out['contracted_cost']} AS {MONEY})) "
+            f"WHEN {fee} THEN CAST({out['effective_cost']} AS {MONEY}) - {_credits(f'c.Type IN {_NOT_CONTRACTED}')} "
+            f"ELSE CAST({out['contracted_cost']} AS {MONEY}) END"
+        )
 
     def extensions(self) -> dict[str, str]:
         return {"x_charge_type": '"x_CostType"'}
