@@ -22,19 +22,23 @@ credits."""
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal as D
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from finops.commitments.gcp import new_spend_cud_utilisation, spend_cud_utilisation
 from finops.commitments.query import gcp_cud_rows, gcp_new_spend_cud_lines, month_window
 from finops.commitments.settings import parse_settings
 from finops.commitments.store import gcp_fee_utilisation, refresh_period, spend_discount
 from finops.demo import gcp_generator as gen
+from finops.export import export_focus
 from finops.focus.gcp_billing import CONVERTER
+from finops.focus_validator import DEFAULT_VENV, run_focus_validator
 from finops.ingest import RawBatch, load_batch
 
 SCHEMA = json.loads(
@@ -228,3 +232,19 @@ def test_both_models_in_the_tables(any_wh, tmp_path):
         (date(2026, 10, 5), D(250), D(180), D(0), D(60)),
         (date(2026, 10, 6), D("333.25"), D("239.94"), D(100), D("0.06")),
     ]
+
+
+@pytest.mark.skipif(
+    not (DEFAULT_VENV / "bin" / "focus-validator").exists(),
+    reason="focus-validator venv missing: run `make focus-validator`",
+)
+def test_the_mapping_passes_focus_validator(duckdb_wh, tmp_path):
+    """Both models' rows (new fee with its offset, CUD-priced usage, legacy fee and credit) as
+    finops.focus.gcp_billing maps them, exported with `finops export focus`."""
+    _load(duckdb_wh, tmp_path)
+    out = tmp_path / "focus.parquet"
+    assert export_focus(duckdb_wh, "2026-10", out) == len(ROWS)
+    res = run_focus_validator(out)
+    # only the losing branch of InvoiceId's passing OR (docs/focus-validator.md), as for every GCP shape
+    assert re.findall(r"([\w]+-C-\d{3}-\w+): FAIL", res.output) == ["InvoiceId-C-004-C"], res.output[-3000:]
+    assert res.failed == 1
