@@ -2,23 +2,18 @@
 jobs that store them in commitment_rates.
 
 AWS: neither the Pricing API nor the Savings Plans API is in moto, and moto's EC2 has no
-DescribeCapacityBlockOfferings, so a local server speaks them (Pricing: JSON 1.1 GetProducts;
-Savings Plans: REST-JSON POST /DescribeSavingsPlansOfferingRates; EC2: the Query API's XML) and
+DescribeCapacityBlockOfferings, so the demo's fake (finops.demo.aws_price_apis) speaks them and
 hands every other EC2 action to the shared moto server. Prices are synthetic round numbers so
 each discount is checked by hand: p5.48xlarge at 50.00 $/h on demand, p4d.24xlarge at 32.77.
 Azure and GCP: the demo's Retail Prices / Billing Catalog fakes (finops.demo.price_apis)."""
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal as D
-from urllib.parse import parse_qs
 
-import boto3
 import pytest
-import requests
-from werkzeug import Request, Response
 
+from finops.demo.aws_price_apis import AwsPriceApis, block
 from finops.demo.price_apis import (
     GcpCatalogEmulator,
     prices_gcp_catalog,
@@ -26,223 +21,6 @@ from finops.demo.price_apis import (
 )
 from finops.prices import aws, commit_rates, jobs
 from finops.prices.settings import parse_prices
-
-# --------------------------------------------------------------------------- AWS fake
-
-# Real offer term codes of standard / convertible RIs (the convertible ones must be ignored).
-_RI_TERMS = {
-    # code: (LeaseContractLength, OfferingClass, PurchaseOption)
-    "4NA7Y494T4": ("1yr", "standard", "No Upfront"),
-    "HU7G6KETJZ": ("1yr", "standard", "Partial Upfront"),
-    "6QCMYABX3D": ("1yr", "standard", "All Upfront"),
-    "BPH4J8HBKS": ("3yr", "standard", "No Upfront"),
-    "38NPMPTW36": ("3yr", "standard", "Partial Upfront"),
-    "NQ3QZPMQV9": ("3yr", "standard", "All Upfront"),
-    "7NE97W5U4E": ("1yr", "convertible", "No Upfront"),
-}
-# p5.48xlarge, on demand 50.00: (upfront, hourly) per code. Effective hourly and discount:
-# 1y NU 35.00 (30 %), 1y PU 140,160 / 8760 + 17 = 33 (34 %), 1y AU 280,320 / 8760 = 32 (36 %),
-# 3y NU 28 (44 %), 3y PU 315,360 / 26,280 + 14 = 26 (48 %), 3y AU 657,000 / 26,280 = 25 (50 %).
-P5_RI = {
-    "4NA7Y494T4": ("0", "35.00"),
-    "HU7G6KETJZ": ("140160", "17.00"),
-    "6QCMYABX3D": ("280320", "0.00"),
-    "BPH4J8HBKS": ("0", "28.00"),
-    "38NPMPTW36": ("315360", "14.00"),
-    "NQ3QZPMQV9": ("657000", "0.00"),
-    "7NE97W5U4E": ("0", "30.00"),
-}
-# p4d.24xlarge, on demand 32.77: 1y NU 21.3005 -> 35 % off; nothing else offered
-P4D_RI = {"4NA7Y494T4": ("0", "21.3005")}
-ON_DEMAND = {"p5.48xlarge": ("50.00", P5_RI), "p4d.24xlarge": ("32.77", P4D_RI)}
-
-
-def price_list_entry(itype: str, region: str = "us-east-1") -> str:
-    """A get_products PriceList entry (JSON string) with its OnDemand and Reserved terms."""
-    usd, ri = ON_DEMAND[itype]
-    sku = "SKU" + itype.replace(".", "").upper()[:9]
-
-    def dim(code: str, rate: str, unit: str, price: str, desc: str) -> dict:
-        return {
-            "unit": unit, "endRange": "Inf", "beginRange": "0", "appliesTo": [], "description": desc,
-            "rateCode": f"{sku}.{code}.{rate}", "pricePerUnit": {"USD": price},
-        }  # fmt: skip
-
-    reserved = {}
-    for code, (upfront, hourly) in ri.items():
-        lease, cls, option = _RI_TERMS[code]
-        dims = {f"{sku}.{code}.6YS6EN2CT7": dim(code, "6YS6EN2CT7", "Hrs", hourly, f"{itype} reserved hour")}
-        if option != "No Upfront":
-            dims[f"{sku}.{code}.2TG2D8R56U"] = dim(code, "2TG2D8R56U", "Quantity", upfront, "Upfront Fee")
-        reserved[f"{sku}.{code}"] = {
-            "priceDimensions": dims, "sku": sku, "effectiveDate": "2025-06-01T00:00:00Z", "offerTermCode": code,
-            "termAttributes": {"LeaseContractLength": lease, "OfferingClass": cls, "PurchaseOption": option},
-        }  # fmt: skip
-    doc = {
-        "product": {
-            "productFamily": "Compute Instance",
-            "attributes": {
-                "instanceType": itype, "regionCode": region, "operatingSystem": "Linux", "tenancy": "Shared",
-                "preInstalledSw": "NA", "capacitystatus": "Used", "operation": "RunInstances",
-                "usagetype": f"BoxUsage:{itype}", "servicecode": "AmazonEC2",
-            },
-            "sku": sku,
-        },
-        "serviceCode": "AmazonEC2",
-        "terms": {
-            "OnDemand": {
-                f"{sku}.JRTCKXETXF": {
-                    "priceDimensions": {
-                        f"{sku}.JRTCKXETXF.6YS6EN2CT7": dim("JRTCKXETXF", "6YS6EN2CT7", "Hrs", usd, "On Demand")
-                    },
-                    "sku": sku, "effectiveDate": "2025-06-01T00:00:00Z", "offerTermCode": "JRTCKXETXF",
-                    "termAttributes": {},
-                }
-            },
-            "Reserved": reserved,
-        },
-        "version": "20251101000000",
-        "publicationDate": "2025-11-01T00:00:00Z",
-    }  # fmt: skip
-    return json.dumps(doc)
-
-
-# Compute Savings Plans rates: p5 25 / 28 / 30 % (1y NU / PU / AU), 40 / 43 / 45 % (3y); p4d 25 % (1y NU)
-SP_RATES = [
-    ("p5.48xlarge", 31536000, "No Upfront", "37.5"),
-    ("p5.48xlarge", 31536000, "Partial Upfront", "36.0"),
-    ("p5.48xlarge", 31536000, "All Upfront", "35.0"),
-    ("p5.48xlarge", 94608000, "No Upfront", "30.0"),
-    ("p5.48xlarge", 94608000, "Partial Upfront", "28.5"),
-    ("p5.48xlarge", 94608000, "All Upfront", "27.5"),
-    ("p4d.24xlarge", 31536000, "No Upfront", "24.5775"),
-]
-
-
-def sp_result(
-    itype: str, seconds: int, option: str, rate: str, plan: str = "Compute", tenancy: str = "shared"
-) -> dict:
-    return {
-        "savingsPlanOffering": {
-            "offeringId": f"{abs(hash((itype, seconds, option, plan))) % 10**8:08d}-0000-4000-8000-000000000000",
-            "paymentOption": option, "planType": plan, "durationSeconds": seconds, "currency": "USD",
-            "planDescription": f"{seconds // 31536000} year {option} {plan} Savings Plan",
-        },
-        "rate": rate, "unit": "Hrs", "productType": "EC2", "serviceCode": "AmazonEC2",
-        "usageType": f"USE1-BoxUsage:{itype}", "operation": "RunInstances",
-        "properties": [
-            {"name": "region", "value": "us-east-1"}, {"name": "instanceType", "value": itype},
-            {"name": "instanceFamily", "value": itype.split(".")[0]}, {"name": "productDescription", "value": "Linux/UNIX"},
-            {"name": "tenancy", "value": tenancy},
-        ],
-    }  # fmt: skip
-
-
-def capacity_block_xml(items: list[dict], token: str | None = None) -> str:
-    body = "".join("<item>" + "".join(f"<{k}>{v}</{k}>" for k, v in i.items()) + "</item>" for i in items)
-    nxt = f"<nextToken>{token}</nextToken>" if token else ""
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        '<DescribeCapacityBlockOfferingsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/">'
-        "<requestId>9f7a1c2e-0000-4000-8000-000000000001</requestId>"
-        f"<capacityBlockOfferingSet>{body}</capacityBlockOfferingSet>{nxt}"
-        "</DescribeCapacityBlockOfferingsResponse>"
-    )
-
-
-def block(oid: str, fee: str, day: int, az: str = "us-east-1a", hours: int = 24, count: int = 1) -> dict:
-    """One CapacityBlockOffering item as the Query API's XML names its fields."""
-    return {
-        "capacityBlockOfferingId": oid, "instanceType": "p5.48xlarge", "availabilityZone": az,
-        "instanceCount": count, "startDate": f"2026-12-{day:02d}T11:30:00.000Z",
-        "endDate": f"2026-12-{day + hours // 24:02d}T11:30:00.000Z", "capacityBlockDurationHours": hours,
-        "upfrontFee": fee, "currencyCode": "USD", "tenancy": "default",
-    }  # fmt: skip
-
-
-class AwsPriceApis:
-    """Pricing GetProducts, Savings Plans offering rates and EC2 DescribeCapacityBlockOfferings;
-    any other EC2 action goes to moto."""
-
-    def __init__(self, server, moto: str):
-        self.server, self.moto = server, moto
-        self.calls: list[tuple[str, dict]] = []
-        self.sp_results = [sp_result(*r) for r in SP_RATES] + [
-            sp_result("p5.48xlarge", 31536000, "No Upfront", "20.0", plan="EC2Instance"),  # not Compute
-            sp_result("p5.48xlarge", 31536000, "No Upfront", "1.0", tenancy="dedicated"),
-        ]
-        self.blocks: list[dict] = []
-        self.refuse_sp = False
-        server.expect_request("/DescribeSavingsPlansOfferingRates").respond_with_handler(self._sp)
-        server.expect_request("/").respond_with_handler(self._root)
-
-    @property
-    def url(self) -> str:
-        return self.server.url_for("/").rstrip("/")
-
-    def client(self, service: str, region: str = "us-east-1"):
-        return boto3.client(
-            service,
-            region_name=region,
-            endpoint_url=self.url,
-            aws_access_key_id="test",
-            aws_secret_access_key="test",
-        )
-
-    def _root(self, req: Request) -> Response:
-        target = req.headers.get("X-Amz-Target", "")
-        if target == "AWSPriceListService.GetProducts":
-            body = json.loads(req.get_data())
-            self.calls.append(("GetProducts", body))
-            itype = next(f["Value"] for f in body["Filters"] if f["Field"] == "instanceType")
-            region = next(f["Value"] for f in body["Filters"] if f["Field"] == "regionCode")
-            docs = [price_list_entry(itype, region)] if itype in ON_DEMAND else []
-            out = {"FormatVersion": "aws_v1", "PriceList": docs}
-            return Response(json.dumps(out), 200, content_type="application/x-amz-json-1.1")
-        form = parse_qs(req.get_data(as_text=True))
-        action = form.get("Action", [""])[0]
-        if action == "DescribeCapacityBlockOfferings":
-            self.calls.append((action, {k: v[0] for k, v in form.items()}))
-            want = form["InstanceType"][0]
-            token = form.get("NextToken", [""])[0]
-            items = [b for b in self.blocks if b["instanceType"] == want]
-            page, rest = (items[:2], "page-2") if not token else (items[2:], None)
-            return Response(
-                capacity_block_xml(page, rest if len(items) > 2 else None), 200, content_type="text/xml"
-            )
-        self.calls.append((action, {}))
-        fwd = requests.post(
-            self.moto + "/",
-            data=req.get_data(),
-            headers={k: v for k, v in req.headers.items() if k.lower() not in ("host", "content-length")},
-            timeout=60,
-        )
-        return Response(fwd.content, fwd.status_code, content_type=fwd.headers.get("Content-Type"))
-
-    def _sp(self, req: Request) -> Response:
-        body = json.loads(req.get_data())
-        self.calls.append(("DescribeSavingsPlansOfferingRates", body))
-        if self.refuse_sp:
-            err = {
-                "message": "User is not authorized to perform: savingsplans:DescribeSavingsPlansOfferingRates"
-            }
-            return Response(
-                json.dumps(err),
-                403,
-                content_type="application/json",
-                headers={"x-amzn-ErrorType": "AccessDeniedException"},
-            )
-        filters = {f["name"]: set(f["values"]) for f in body.get("filters", [])}
-        rows = [
-            r
-            for r in self.sp_results
-            if r["savingsPlanOffering"]["planType"] in body.get("savingsPlanTypes", ["Compute"])
-            and all(p["value"] in filters[p["name"]] for p in r["properties"] if p["name"] in filters)
-        ]
-        start = int(body.get("nextToken") or 0)
-        page = rows[start : start + 4]
-        out = {"searchResults": page, "nextToken": str(start + 4) if start + 4 < len(rows) else None}
-        return Response(json.dumps(out), 200, content_type="application/json")
 
 
 @pytest.fixture

@@ -43,3 +43,36 @@ def test_demo_gcp_catalog_comes_from_the_compute_api(demo_apis, duckdb_wh, wh_fa
         for r in duckdb_wh.query("SELECT instance_type, region FROM ondemand_prices WHERE provider = 'gcp'")
     }
     assert ("a3-highgpu-8g", "us-central1") in priced and ("g2-standard-4", "us-east4") in priced
+
+
+def test_demo_aws_prices_come_from_the_aws_fake(moto_reset, duckdb_wh, wh_factory):
+    """The demo's AWS price config against finops.demo.aws_price_apis (moto behind it): real-
+    looking spot history, on-demand prices, RI and Savings Plans rates, two Capacity Blocks."""
+    from decimal import Decimal
+
+    from finops.demo.aws_price_apis import ON_DEMAND, SPOT_SHARE, aws_price_apis
+    from finops.demo.config import AWS_PRICES_CONN
+
+    with aws_price_apis(moto_reset, AWS_PRICES_CONN) as apis:
+        settings = parse_prices(demo_sections("http://127.0.0.1:9/azure")["prices"])
+        out = [
+            jobs.RUNNERS["aws"](job, settings, wh_factory, run_id="demo")
+            for job in jobs.plan_jobs(settings, "aws")
+        ]
+    assert [o["region"] for o in out] == ["us-east-1"]
+    assert out[0]["capacity_blocks"] == 2 and out[0]["commitment_rates"] > 0
+    served = {a for a, _ in apis.calls}
+    assert {"GetProducts", "DescribeSpotPriceHistory", "DescribeSavingsPlansOfferingRates"} <= served
+    spot = dict(
+        duckdb_wh.query(
+            "SELECT instance_type, MIN(price_per_hour) FROM spot_prices WHERE provider = 'aws' GROUP BY 1"
+        )
+    )
+    assert set(spot) == set(ON_DEMAND)  # p5 / p4d / g5: moto's 0.00001 placeholder never stored
+    for itype, low in spot.items():
+        share = Decimal(low) / Decimal(ON_DEMAND[itype][0])
+        assert abs(share - Decimal(SPOT_SHARE[itype])) <= Decimal("0.02"), (itype, share)
+    rates = duckdb_wh.query(
+        "SELECT DISTINCT product, family FROM commitment_rates WHERE provider = 'aws' ORDER BY 1, 2"
+    )
+    assert ("reserved_instance", "g5") in rates and ("savings_plan", "p5") in rates

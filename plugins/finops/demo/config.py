@@ -14,6 +14,7 @@ import yaml
 from finops.demo.price_apis import DEMO_GCP_PROJECT
 
 SLACK_CONN, SMTP_CONN, GCP_PRICES_CONN = "demo_slack", "demo_smtp", "demo_gcp_prices"
+AWS_PRICES_CONN = "demo_aws_prices"  # finops.demo.aws_price_apis (and moto for the rest of EC2)
 ALERT_TO = ["finops-team@example.com"]
 
 
@@ -23,15 +24,24 @@ def demo_config_path(home: Path) -> Path:
 
 def demo_sections(azure_prices_url: str) -> dict[str, Any]:
     """Alerts to the local Slack endpoint and SMTP server (the default route: every team's
-    alerts and every failed task land there); prices from the local fakes (AWS's price APIs
-    have no local emulator: moto serves neither the Pricing API nor real spot history)."""
+    alerts and every failed task land there); prices from the local fakes (finops.demo.price_apis,
+    finops.demo.aws_price_apis: moto serves neither the Pricing API nor real spot history).
+    AWS: one region, the demo CUR's families, no placement scores (moto has no such call), and
+    the Capacity Block offerings of p5.48xlarge (described, never bought)."""
     return {
         "alerts": {
             "routes": [],
             "default_route": {"slack_conn_id": SLACK_CONN, "email_conn_id": SMTP_CONN, "email_to": ALERT_TO},
         },
         "prices": {
-            "aws": {"enabled": False},
+            "aws": {
+                "conn_id": AWS_PRICES_CONN,
+                "regions": ["us-east-1"],
+                "instance_families": ["p5", "p4d", "g5"],
+                "lookback_days": 7,
+                "placement_scores": False,
+                "capacity_blocks": {"instance_types": ["p5.48xlarge"], "duration_hours": 24},
+            },
             "azure": {"base_url": azure_prices_url, "regions": ["eastus", "westus2"]},
             # the connection's host serves the Compute API too: specs from machineTypes, not the table
             "gcp": {

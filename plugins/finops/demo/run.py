@@ -571,7 +571,8 @@ def run_demo(
     """Every stage in order, each printed as it ends; exit 1 when any stage fell short."""
     from finops.demo import stages
     from finops.demo.alert_sinks import slack_webhook, smtp_server
-    from finops.demo.config import GCP_PRICES_CONN, SLACK_CONN, SMTP_CONN, write_demo_config
+    from finops.demo.aws_price_apis import aws_price_apis
+    from finops.demo.config import AWS_PRICES_CONN, GCP_PRICES_CONN, SLACK_CONN, SMTP_CONN, write_demo_config
     from finops.demo.price_apis import price_apis
 
     t0 = time.perf_counter()
@@ -599,12 +600,13 @@ def run_demo(
         slack = stack.enter_context(slack_webhook(SLACK_CONN))
         inbox = stack.enter_context(smtp_server(SMTP_CONN))
         apis = stack.enter_context(price_apis(GCP_PRICES_CONN))
+        endpoint = stack.enter_context(moto_server())
+        stack.enter_context(aws_price_apis(endpoint, AWS_PRICES_CONN))
         config = write_demo_config(home, apis.azure_url)
         print(
             f"  config: {config} (alerts -> local Slack {slack.url} and SMTP 127.0.0.1:{inbox.port})",
             flush=True,
         )
-        endpoint = stack.enter_context(moto_server())
         stage(
             1,
             "Billing of the four clouds",

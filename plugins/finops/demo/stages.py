@@ -276,12 +276,25 @@ def prices(run_dag: RunDag) -> StageResult:
             sources = wh.query(
                 "SELECT source, count(*) FROM instance_catalog WHERE provider = 'gcp' GROUP BY 1"
             )
+            rates = wh.query(
+                "SELECT provider, product, count(*) FROM commitment_rates GROUP BY 1, 2 ORDER BY 1, 2"
+            )
+            blocks = wh.query("SELECT count(*) FROM capacity_block_offerings")[0][0]
         finally:
             wh.close()
         res.lines.append("  GCP GPU catalog by source: " + ", ".join(f"{s} {n}" for s, n in sorted(sources)))
+        res.lines.append(
+            "  Commitment rates from the price data (for the purchase advice): "
+            + ", ".join(f"{p} {x} {n}" for p, x, n in rates)
+        )
+        res.need(
+            {p for p, _, _ in rates} >= {"aws", "azure", "gcp"}, "commitment rates missing for a provider"
+        )
+        res.lines.append(f"  AWS Capacity Block offerings described (never bought): {blocks}")
+        res.need(blocks > 0, "no Capacity Block offering stored")
         res.need(any(s != "static" for s, _ in sources), "the GCP catalog did not come from the Compute API")
         res.lines.append("  Rows stored (history keeps every observed change):")
-        for prov in ("azure", "gcp", "lambda"):
+        for prov in ("aws", "azure", "gcp", "lambda"):
             row = [counts.get((t, prov), 0) for t in ("spot_prices", "ondemand_prices", "instance_catalog")]
             res.lines.append(f"    {prov:<7} spot {row[0]:>4}  on-demand {row[1]:>4}  catalog {row[2]:>4}")
             res.need(row[1] > 0, f"no on-demand prices stored for {prov}")
@@ -317,9 +330,12 @@ def commitments(run_dag: RunDag, slack: SlackCatcher) -> StageResult:
             ending = wh.query(
                 "SELECT provider, commitment_id, end_date FROM commitment_inventory ORDER BY end_date LIMIT 4"
             )
+            from finops.commitments.report import capacity_block_rows
+
+            blocks = capacity_block_rows(wh)
             advice = wh.query(
                 "SELECT provider, product, term_years, payment, commitment_hourly, expected_savings_monthly, "
-                "drop_savings_term, currency FROM commitment_advice WHERE NOT what_if AND run_id = "
+                "drop_savings_term, currency, rate_source FROM commitment_advice WHERE NOT what_if AND run_id = "
                 "(SELECT max(run_id) FROM commitment_advice) ORDER BY expected_savings_monthly DESC LIMIT 4"
             )
         finally:
@@ -347,12 +363,25 @@ def commitments(run_dag: RunDag, slack: SlackCatcher) -> StageResult:
         res.lines.append(f"  expiry alerts sent to the local Slack: {sum('ommitment' in a for a in alerts)}")
         res.need(any("ommitment" in a for a in alerts), "no commitment expiry alert reached Slack")
         res.lines.append("  Purchase advice (advice only: nothing is bought), best expected monthly savings:")
-        for prov, product, term, pay, hourly, monthly, drop, cur in advice:
+        for prov, product, term, pay, hourly, monthly, drop, cur, source in advice:
             res.lines.append(
                 f"    {prov:<7} {product:<22} {term}y {pay:<16} commit {Decimal(str(hourly)):>8.3f}/h  "
                 f"saves {Decimal(str(monthly)):>9.2f}/month; if usage falls 20 %: saves {Decimal(str(drop)):>10.2f} over the term {cur}"
+                f"  (discount from {source})"
             )
         res.need(bool(advice), "no purchase advice computed")
+        res.need(
+            any(str(a[8]).startswith("price_data") for a in advice),
+            "no advice priced from the price jobs' commitment rates",
+        )
+        res.lines.append("  GPU capacity: AWS Capacity Blocks on offer (described, never bought):")
+        for b in blocks[:3]:
+            res.lines.append(
+                f"    {b['region']:<10} {b['instance_type']:<12} x{b['instance_count']} {b['hours']} h from {b['start']}: "
+                f"{b['upfront_fee']} {b['currency']} = {b['per_instance_hour']}/instance-hour "
+                f"(on demand {b['on_demand_per_instance_hour'] or '-'}; saves {b['saving_vs_on_demand'] or '-'})"
+            )
+        res.need(bool(blocks), "no Capacity Block offering priced")
 
     return timed("Commitments: coverage, utilisation, expiry, purchase advice", body)
 
