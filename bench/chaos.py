@@ -600,10 +600,21 @@ def _seed_fleet(endpoint: str, n: int) -> dict[str, str]:
     return want
 
 
+def _reread_without_effect(action: str, result: str) -> bool:
+    """An `unknown` row whose reconciling run re-read the resource and found the action not in
+    effect (finops.policies.engine._reconcile writes `state <s>, mark <present|absent>`)."""
+    if "re-read by run" not in result:
+        return False
+    if action == "stop":
+        return "state running," in result
+    return action == "mark" and "mark absent" in result
+
+
 def check_policy(endpoint: str, home: Path, want: dict[str, str]) -> list[str]:
     """After the retry: every instance to stop is stopped, every one to mark is marked, each by
     exactly one audit row that says it happened (done, or unknown when its run died between the
-    call and the outcome), no row claims what did not happen, and nothing else was touched."""
+    call and the outcome; an unknown row whose re-read found the action not in effect does not
+    count), no row claims what did not happen, and nothing else was touched."""
     import boto3
 
     from finops.policies import audit
@@ -633,6 +644,10 @@ def check_policy(endpoint: str, home: Path, want: dict[str, str]) -> list[str]:
         if outcome in ("untruthful", "reserved") or status == audit.PENDING:
             problems.append(f"{rid} {action}: row left {status} / {outcome}: {result[:120]}")
         if action in ("mark", "stop") and outcome in ("done", "unknown"):
+            if outcome == "unknown" and _reread_without_effect(action, result):
+                # killed between its pending row and the call: the next run re-read the resource,
+                # found the action not in effect (so it acted itself), and says so in this row
+                continue
             acted[(rid, action)] += 1
         if outcome == "done" and action == "stop" and now[rid][0] not in ("stopping", "stopped"):
             problems.append(f"{rid}: audited as stopped, but {now[rid][0]}")
