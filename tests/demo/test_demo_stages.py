@@ -92,10 +92,16 @@ def test_every_stage_does_its_job(demo):
     try:
         acted = con.execute("SELECT DISTINCT dry_run FROM policy_actions WHERE action <> 'none'").fetchall()
         assert acted in ([], [(True,)])  # a planned mark is a dry-run row, never a live one
-        # 5: price rows from the Azure, GCP and Lambda fakes
+        # 5: price rows from the AWS, Azure, GCP and Lambda fakes, the commitment rates and
+        # Capacity Blocks they publish; 6: advice priced at those rates
         prices = dict(con.execute("SELECT provider, count(*) FROM ondemand_prices GROUP BY 1").fetchall())
-        assert set(prices) == {"azure", "gcp", "lambda"} and min(prices.values()) > 0
+        assert set(prices) == {"aws", "azure", "gcp", "lambda"} and min(prices.values()) > 0
         assert con.execute("SELECT count(*) FROM spot_prices").fetchone()[0] > 0
+        rates = {r[0] for r in con.execute("SELECT DISTINCT provider FROM commitment_rates").fetchall()}
+        assert rates == {"aws", "azure", "gcp"}
+        assert con.execute("SELECT count(*) FROM capacity_block_offerings").fetchone()[0] == 2
+        sources = {r[0] for r in con.execute("SELECT DISTINCT rate_source FROM commitment_advice").fetchall()}
+        assert any(s.startswith("price_data:") for s in sources), sources
         # 6: the training job: a preempted spot attempt, then on-demand from its checkpoint
         attempts = con.execute(
             "SELECT a.pricing_model, a.outcome, a.steps_at_start FROM training_job_attempts a "
