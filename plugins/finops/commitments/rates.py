@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from finops.commitments.advice import Offer
-from finops.commitments.settings import DEFAULT_DISCOUNTS, CommitmentsSettings
+from finops.commitments.settings import CommitmentsSettings
 
 RateKey = tuple[str, str, int, str, str]  # provider, product, term years, payment, family or "all"
 ALL = "all"
@@ -71,27 +72,22 @@ def offers(
     scope: str = ALL,
     price_rates: Mapping[RateKey, Decimal] | None = None,
 ) -> list[Offer]:
-    """Every (term, payment) of one product with its discount and rate_source (see the module)."""
+    """Every (term, payment) of one product with its discount and rate_source (see the module):
+    settings.offers' list (defaults merged with finops.yaml), each rate the user did not set
+    replaced by the price data's where there is one."""
     price_rates = price_rates or {}
     explicit = settings.discounts.get(provider, {}).get(product, {})  # type: ignore[call-overload]
-    terms: dict[str, dict[str, None]] = {  # ordered like settings.offers: defaults, then additions
-        t: dict.fromkeys(p) for t, p in DEFAULT_DISCOUNTS[provider][product].items()
-    }
-    for t, pays in explicit.items():
-        terms.setdefault(t, {}).update(dict.fromkeys(pays))
     out = []
-    for term in sorted(terms):
-        years = int(term[0])
-        for pay in terms[term]:
-            fam = (provider, product, years, pay, scope.casefold())
-            whole = (provider, product, years, pay, ALL)
-            if pay in explicit.get(term, {}):
-                rate, source = Decimal(str(explicit[term][pay])), "config"
-            elif scope != ALL and fam in price_rates:
-                rate, source = price_rates[fam], f"price_data:{scope}"
-            elif whole in price_rates:
-                rate, source = price_rates[whole], f"price_data:{ALL}"
-            else:
-                rate, source = Decimal(DEFAULT_DISCOUNTS[provider][product][term][pay]), "default"
-            out.append(Offer(provider, product, years, pay, rate, rate_source=source))  # type: ignore[arg-type]
+    for o in settings.offers(provider, product):
+        if o.payment in explicit.get(f"{o.term_years}y", {}):
+            out.append(replace(o, rate_source="config"))
+            continue
+        fam = (provider, product, o.term_years, o.payment, scope.casefold())
+        whole = (provider, product, o.term_years, o.payment, ALL)
+        if scope != ALL and fam in price_rates:
+            out.append(replace(o, discount=price_rates[fam], rate_source=f"price_data:{scope}"))
+        elif whole in price_rates:
+            out.append(replace(o, discount=price_rates[whole], rate_source=f"price_data:{ALL}"))
+        else:
+            out.append(replace(o, rate_source="default"))
     return out
