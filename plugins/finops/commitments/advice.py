@@ -297,30 +297,54 @@ class CapacityBlockAdvice:
         return self.on_demand_per_instance_hour * self.instance_count * self.hours - self.upfront_fee
 
 
+def price_capacity_block(
+    offering_id: str,
+    instance_type: str,
+    count: int,
+    hours: int,
+    upfront_fee: Decimal,
+    currency: str,
+    start: str | None,
+    on_demand: Mapping[str, Decimal],
+) -> CapacityBlockAdvice | None:
+    """One offering priced per instance-hour against `on_demand` (instance type -> $/h from
+    the price history); None for an offering of no instance-hours."""
+    if count <= 0 or hours <= 0:
+        return None
+    return CapacityBlockAdvice(
+        offering_id=offering_id,
+        instance_type=instance_type,
+        instance_count=count,
+        hours=hours,
+        upfront_fee=upfront_fee,
+        currency=currency,
+        per_instance_hour=upfront_fee / (count * hours),
+        on_demand_per_instance_hour=on_demand.get(instance_type),
+        start=start,
+    )
+
+
+def by_price(blocks: Iterable[CapacityBlockAdvice | None]) -> list[CapacityBlockAdvice]:
+    """Cheapest per instance-hour first (offering id breaks ties); Nones left out."""
+    return sorted((b for b in blocks if b is not None), key=lambda a: (a.per_instance_hour, a.offering_id))
+
+
 def capacity_blocks(
     offerings: Iterable[Mapping[str, object]], on_demand: Mapping[str, Decimal]
 ) -> list[CapacityBlockAdvice]:
     """EC2 DescribeCapacityBlockOfferings `CapacityBlockOfferings` items (UpfrontFee is a
     string, CapacityBlockDurationHours an int) priced per instance-hour against `on_demand`
     (instance type -> $/h from the price history). Cheapest per instance-hour first."""
-    out = []
-    for o in offerings:
-        count, hours = int(str(o["InstanceCount"])), int(str(o["CapacityBlockDurationHours"]))
-        if count <= 0 or hours <= 0:
-            continue
-        fee = Decimal(str(o["UpfrontFee"]))
-        itype = str(o["InstanceType"])
-        out.append(
-            CapacityBlockAdvice(
-                offering_id=str(o.get("CapacityBlockOfferingId", "")),
-                instance_type=itype,
-                instance_count=count,
-                hours=hours,
-                upfront_fee=fee,
-                currency=str(o.get("CurrencyCode") or "USD"),
-                per_instance_hour=fee / (count * hours),
-                on_demand_per_instance_hour=on_demand.get(itype),
-                start=None if o.get("StartDate") is None else str(o.get("StartDate")),
-            )
+    return by_price(
+        price_capacity_block(
+            str(o.get("CapacityBlockOfferingId", "")),
+            str(o["InstanceType"]),
+            int(str(o["InstanceCount"])),
+            int(str(o["CapacityBlockDurationHours"])),
+            Decimal(str(o["UpfrontFee"])),
+            str(o.get("CurrencyCode") or "USD"),
+            None if o.get("StartDate") is None else str(o.get("StartDate")),
+            on_demand,
         )
-    return sorted(out, key=lambda a: (a.per_instance_hour, a.offering_id))
+        for o in offerings
+    )

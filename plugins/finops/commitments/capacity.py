@@ -7,7 +7,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from finops.commitments.advice import CapacityBlockAdvice, capacity_blocks
+from finops.commitments.advice import CapacityBlockAdvice, by_price, price_capacity_block
 
 
 def on_demand_prices(wh: Any, region: str) -> dict[str, Decimal]:
@@ -27,30 +27,23 @@ def stored_capacity_blocks(wh: Any) -> list[tuple[str, CapacityBlockAdvice]]:
     within each region; regions in name order."""
     if not wh.table_exists("capacity_block_offerings"):
         return []
-    by_region: dict[str, list[dict[str, object]]] = {}
-    for row in wh.query(
-        "SELECT region, offering_id, instance_type, availability_zone, instance_count, start_date, end_date, "
-        "duration_hours, upfront_fee, currency, tenancy FROM capacity_block_offerings ORDER BY region, offering_id"
+    by_region: dict[str, list[tuple]] = {}
+    for region, *row in wh.query(
+        "SELECT region, offering_id, instance_type, instance_count, duration_hours, upfront_fee, currency, "
+        "start_date FROM capacity_block_offerings ORDER BY region, offering_id"
     ):
-        region, oid, itype, az, count, start, end, hours, fee, cur, tenancy = row
-        by_region.setdefault(region, []).append(
-            {
-                "CapacityBlockOfferingId": oid,
-                "InstanceType": itype,
-                "AvailabilityZone": az,
-                "InstanceCount": count,
-                "StartDate": None if start is None else start.isoformat(),
-                "EndDate": end,
-                "CapacityBlockDurationHours": hours,
-                "UpfrontFee": str(fee),
-                "CurrencyCode": cur,
-                "Tenancy": tenancy,
-            }
-        )
+        by_region.setdefault(region, []).append(tuple(row))
     out = []
     for region in sorted(by_region):
         od = on_demand_prices(wh, region)
-        out += [(region, a) for a in capacity_blocks(by_region[region], od)]
+        priced = (
+            price_capacity_block(
+                oid, itype, int(count), int(hours), Decimal(str(fee)), str(cur or "USD"),
+                None if start is None else start.isoformat(), od,
+            )
+            for oid, itype, count, hours, fee, cur, start in by_region[region]
+        )  # fmt: skip
+        out += [(region, a) for a in by_price(priced)]
     return out
 
 
