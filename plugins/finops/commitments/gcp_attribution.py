@@ -25,13 +25,14 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
-from decimal import ROUND_DOWN, Decimal
+from decimal import Decimal
 
+from finops.allocation import money
 from finops.commitments.usage import Utilisation
 
 ZERO = Decimal(0)
-CENT = Decimal("0.01")
-STEP = Decimal("1e-10")  # the commitments tables' DECIMAL(38,10) step
+CENT = money.CENT
+STEP = money.WAREHOUSE_QUANTUM  # the commitments tables' DECIMAL(38,10) step
 CUD_PREFIX = "gcp-cud:"
 # words a fee SKU or usage SKU carries that say nothing about which resource it is
 _FILLER = {"nvidia", "tesla", "running", "attached", "to", "vms", "vm", "instance", "commitment", "v1"}
@@ -113,22 +114,13 @@ def parse_cud_id(commitment_id: str) -> tuple[str, str, str] | None:
 def split(total: Decimal, weights: Sequence[Decimal]) -> list[Decimal]:
     """`total` in proportion to `weights`, each share a whole number of quanta (a cent when
     the total is whole cents, else 1e-10), the leftover quanta to the largest remainders
-    (ties: the earlier weight), so the shares add up to exactly `total`."""
-    w = sum(weights, ZERO)
-    if not weights or w <= 0:
+    (ties: the earlier weight), so the shares add up to exactly `total` (allocation.money)."""
+    if not weights or sum(weights, ZERO) <= 0:
         raise ValueError("split needs positive weights")
-    if total < 0:
-        return [-x for x in split(-total, weights)]
     q = CENT if total == total.quantize(CENT) else STEP
-    total_q = total.quantize(STEP) if q == STEP else total
-    units = int((total_q / q).to_integral_value())
-    exact = [Decimal(units) * x / w for x in weights]
-    floors = [int(e.to_integral_value(rounding=ROUND_DOWN)) for e in exact]
-    left = units - sum(floors)
-    order = sorted(range(len(weights)), key=lambda i: (-(exact[i] - floors[i]), i))
-    for i in order[:left]:
-        floors[i] += 1
-    return [Decimal(f) * q for f in floors]
+    keyed = {f"{i:09d}": w for i, w in enumerate(weights)}  # key order = weight order for ties
+    parts = money.split(total if q == CENT else total.quantize(STEP), keyed, q)
+    return [parts[k] for k in sorted(keyed)]
 
 
 def attribute(
